@@ -1,0 +1,20 @@
+# Two stages: build with the dev dependencies, run with only the production ones, as a non-root user.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY examples ./examples
+USER node
+# Node runs as PID 1 directly (not through npm) so that it receives SIGTERM.
+ENTRYPOINT ["node", "dist/cli/main.js"]
+CMD ["example"]
