@@ -1,0 +1,91 @@
+/**
+ * Engine throughput: how many patches per second one core builds for the baseline pod (the shape of Linkerd's
+ * baseline fixture: one nginx container, port 80, an HTTP readiness probe on 9090, `linkerd.io/inject: enabled`).
+ * Re-runs itself under `taskset -c 0` when available so the number is a one-core number. It measures the compiled
+ * engine in dist/, the code the server runs.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { defaultValues, inject, withTrustAnchors } from '../dist/engine/index.js';
+
+if (process.env['BENCH_PINNED'] === undefined && process.platform === 'linux') {
+  const probe = spawnSync('taskset', ['-c', '0', 'true']);
+  if (probe.status === 0) {
+    const self = fileURLToPath(import.meta.url);
+    const run = spawnSync('taskset', ['-c', '0', process.execPath, ...process.execArgv, self, ...process.argv.slice(2)], {
+      stdio: 'inherit',
+      env: { ...process.env, BENCH_PINNED: '1' },
+    });
+    process.exit(run.status ?? 1);
+  }
+}
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const anchors = readFileSync(join(root, 'examples', 'trust-anchors.pem'), 'utf8');
+
+const baselinePod = {
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name: 'nginx', namespace: 'default', annotations: { 'linkerd.io/inject': 'enabled' }, labels: { app: 'nginx' } },
+  spec: {
+    containers: [
+      {
+        name: 'nginx',
+        image: 'nginx',
+        ports: [{ name: 'http', containerPort: 80 }],
+        readinessProbe: { httpGet: { path: '/metrics', port: 9090 } },
+      },
+    ],
+  },
+};
+
+function scenario(name, native) {
+  const values = withTrustAnchors(defaultValues(), anchors);
+  values.proxy.nativeSidecar = native;
+  return {
+    name,
+    request: {
+      object: baselinePod,
+      kind: 'Pod',
+      namespace: 'default',
+      owner: { kind: 'deployment', name: 'nginx' },
+      config: { values, controlPlaneNamespace: 'linkerd' },
+    },
+  };
+}
+
+/** Runs `fn` for about `seconds` after a warm-up and returns the rate. */
+function measure(fn, seconds) {
+  for (let i = 0; i < 2000; i++) fn();
+  let iterations = 0;
+  const start = process.hrtime.bigint();
+  const deadline = start + BigInt(Math.round(seconds * 1e9));
+  let now = start;
+  while (now < deadline) {
+    for (let i = 0; i < 200; i++) fn();
+    iterations += 200;
+    now = process.hrtime.bigint();
+  }
+  const elapsed = Number(now - start) / 1e9;
+  return { perSecond: iterations / elapsed, meanMicros: (elapsed / iterations) * 1e6 };
+}
+
+const seconds = Number(process.env['BENCH_SECONDS'] ?? '3');
+let sink = 0;
+console.log(`engine benchmark: node ${process.version}, ${seconds}s per row, pinned to one core: ${process.env['BENCH_PINNED'] ? 'yes' : 'no'}`);
+for (const { name, request } of [scenario('baseline pod, classic sidecar', false), scenario('baseline pod, native sidecar', true)]) {
+  const engineOnly = measure(() => {
+    sink += inject(request).patch.length;
+  }, seconds);
+  const withEncoding = measure(() => {
+    sink += Buffer.from(JSON.stringify(inject(request).patch)).toString('base64').length;
+  }, seconds);
+  console.log(
+    `${name}: ${Math.round(engineOnly.perSecond)} patches/s (${engineOnly.meanMicros.toFixed(1)} µs each); ` +
+      `with JSON+base64 encoding: ${Math.round(withEncoding.perSecond)}/s (${withEncoding.meanMicros.toFixed(1)} µs)`,
+  );
+}
+const heapMiB = process.memoryUsage().heapUsed / 2 ** 20;
+console.log(`heap used after the run: ${heapMiB.toFixed(1)} MiB (checksum ${sink % 997})`);

@@ -1,0 +1,47 @@
+#!/usr/bin/env node
+/** The `proxy-injector` command line: dispatches to subcommands. */
+import { runExample } from './example.js';
+import { packageVersion } from './package-info.js';
+
+const USAGE = `Usage: proxy-injector <command> [options]
+
+Commands:
+  example [POD_FILE]   Run the injection engine on a pod manifest (default: the bundled
+                       examples/pod.yaml) with the embedded Linkerd defaults, and print the
+                       decision and JSON patch the webhook would return.
+  version              Print the version.
+  help                 Print this help.
+
+Run 'proxy-injector <command> --help' for a command's options.
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'example':
+      return runExample(rest);
+    case 'version':
+    case '--version':
+      process.stdout.write(`proxy-injector ${packageVersion()}\n`);
+      return 0;
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE);
+      return 0;
+    default:
+      process.stderr.write(`proxy-injector: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`proxy-injector: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,24 @@
+/** The injection engine: pure functions from an object and the Linkerd configuration to a decision and a patch. */
+export { inject, podPatch, opaquePortsPatch, trustRootSha256 } from './inject.js';
+export type {
+  Added,
+  InjectionRequest,
+  InjectionResult,
+  InjectorConfig,
+  Outcome,
+  Owner,
+  PodPatch,
+  PodPatchInput,
+  ProxyMode,
+} from './inject.js';
+export { SKIP_REASON_TEXT, injectAnnotationDecision, hasExistingSidecar } from './decision.js';
+export type { AnnotationAt, Origin, SkipReason, SkipReasonCode } from './decision.js';
+export { EngineError, isEngineError } from './errors.js';
+export type { EngineErrorCode } from './errors.js';
+export { DEFAULT_LINKERD_VERSION, defaultValues, loadValues, mergeValues, withTrustAnchors } from './values.js';
+export type { LinkerdValues } from './values.js';
+export { escapePointer } from './patch.js';
+export type { AddOperation, PatchOperation } from './patch.js';
+export { WORKLOAD_KINDS, locate, templatePrefix } from './workload.js';
+export type { WorkloadKind } from './workload.js';
+export * as names from './names.js';

@@ -1,0 +1,350 @@
+/** The engine's entry points: decide whether to inject an object, and build the JSON patch that does it. */
+import { createHash } from 'node:crypto';
+import { EngineError } from './errors.js';
+import {
+  A,
+  CONTROL_PLANE_NS_LABEL,
+  CREATED_BY_ANNOTATION,
+  PROXY_ANNOTATIONS,
+  PROXY_LABEL_PREFIX,
+  PROXY_VERSION_ANNOTATION,
+  TRUST_ROOT_SHA256_ANNOTATION,
+  WORKLOAD_NS_LABEL,
+} from './names.js';
+import { report, type AnnotationAt, type Origin, type SkipReason } from './decision.js';
+import { isObject, type Json, type PodSpec, type PodTemplate, type ServicePort } from './k8s.js';
+import { applyOverrides, inheritedNamespaceAnnotations } from './overrides.js';
+import { add, addMapEntries, opaquePortsAnnotationPatch, type AddOperation } from './patch.js';
+import { defaultOpaquePortsForPod, defaultOpaquePortsForService, inboundPorts, namedPorts } from './ports.js';
+import {
+  appContext,
+  debugContainer,
+  initContainer,
+  proxyContainer,
+  validatorContainer,
+  volumes,
+} from './render/containers.js';
+import { proxyEnv } from './render/env.js';
+import { checkValues, type LinkerdValues } from './values.js';
+import { locate, stringMap } from './workload.js';
+
+/** Owner kinds that give the pod a `linkerd.io/proxy-<kind>: <name>` label (CronJobs and bare pods do not). */
+const LABELLED_OWNER_KINDS = new Set(['deployment', 'replicationcontroller', 'replicaset', 'job', 'daemonset', 'statefulset']);
+
+export interface Owner {
+  /** Lowercased kind, e.g. "deployment", "cronjob", "pod". */
+  kind: string;
+  name: string;
+}
+
+/** What the injector added to the pod template. */
+export interface Added {
+  annotations: Record<string, string>;
+  labels: Record<string, string>;
+  initContainers: string[];
+  containers: string[];
+  volumes: string[];
+}
+
+/** How the proxy was placed. */
+export interface ProxyMode {
+  nativeSidecar: boolean;
+  await: boolean;
+  cni: boolean;
+  /** Where the proxy went, e.g. "containers[0]", "containers[-1]" (last) or "initContainers[1]". */
+  placement: string;
+}
+
+export interface PodPatchInput {
+  template: PodTemplate;
+  /** JSON-pointer prefix of the template inside the object ("" for a Pod). */
+  prefix: string;
+  values: LinkerdValues;
+  controlPlaneNamespace: string;
+  origin: Origin;
+  /** The workload that owns the pod, for the `linkerd.io/proxy-<kind>` label. */
+  owner?: Owner;
+  /** Value of the `linkerd.io/workload-ns` label. */
+  workloadNamespace: string;
+  /** Annotations the injector adds to the pod; from the webhook they also act as overrides. */
+  pendingAnnotations: Record<string, string>;
+  /** The namespace's annotations, for the namespace layer of `proxy-additional-env`. */
+  namespaceAnnotations?: Record<string, string>;
+}
+
+export interface PodPatch {
+  patch: AddOperation[];
+  added: Added;
+  mode: ProxyMode;
+  warnings: string[];
+}
+
+/** Lowercase hex SHA-256 of the trust anchors exactly as configured, as Linkerd annotates injected pods. */
+export function trustRootSha256(pem: string): string {
+  return createHash('sha256').update(pem, 'utf8').digest('hex');
+}
+
+function specOf(template: PodTemplate): PodSpec {
+  return isObject(template.spec) ? (template.spec as PodSpec) : {};
+}
+
+/**
+ * Builds the patch that injects the proxy into a pod template, in Linkerd's operation order. It does not decide
+ * whether the pod should be injected: `inject` does. Throws `MISSING_TRUST_ANCHORS` or `INVALID_VALUES`.
+ */
+export function podPatch(input: PodPatchInput): PodPatch {
+  const { template, prefix: P, controlPlaneNamespace: cp } = input;
+  if (input.values.identityTrustAnchorsPEM.trim() === '') {
+    throw new EngineError(
+      'MISSING_TRUST_ANCHORS',
+      'no identity trust anchors are configured (the ca-bundle.crt of ConfigMap linkerd-identity-trust-roots)',
+    );
+  }
+  checkValues(input.values);
+  const metadata = isObject(template.metadata) ? template.metadata : undefined;
+  const ownAnnotations = stringMap(metadata?.annotations);
+  const ownLabels = stringMap(metadata?.labels);
+  const spec = specOf(template);
+  const inits = Array.isArray(spec.initContainers) ? spec.initContainers : undefined;
+  const apps = Array.isArray(spec.containers) ? spec.containers : undefined;
+
+  const labels: Record<string, string> = { [CONTROL_PLANE_NS_LABEL]: cp };
+  if (input.owner && LABELLED_OWNER_KINDS.has(input.owner.kind)) {
+    labels[`${PROXY_LABEL_PREFIX}${input.owner.kind}`] = input.owner.name;
+  }
+  labels[WORKLOAD_NS_LABEL] = input.workloadNamespace;
+
+  const overrideAnnotations =
+    input.origin === 'cli' ? ownAnnotations : { ...ownAnnotations, ...input.pendingAnnotations };
+  const namespaceAdditionalEnv = input.namespaceAnnotations?.[A.proxyAdditionalEnv];
+  const overridden = applyOverrides({
+    values: input.values,
+    annotations: overrideAnnotations,
+    labels: { ...ownLabels, ...labels },
+    namedPorts: namedPorts(spec),
+    ...(namespaceAdditionalEnv !== undefined && { namespaceAdditionalEnv }),
+  });
+  const values = overridden.values;
+  const proxy = values.proxy;
+  const app = appContext(apps?.[0]);
+
+  const annotations: Record<string, string> = {
+    ...input.pendingAnnotations,
+    [PROXY_VERSION_ANNOTATION]: proxy.image.version || values.linkerdVersion,
+    [TRUST_ROOT_SHA256_ANNOTATION]: trustRootSha256(values.identityTrustAnchorsPEM),
+  };
+
+  const ops: AddOperation[] = [];
+  if (!metadata) ops.push(add(`${P}/metadata`, {}));
+  ops.push(...addMapEntries(`${P}/metadata/annotations`, annotations, isObject(metadata?.annotations)));
+  ops.push(...addMapEntries(`${P}/metadata/labels`, labels, isObject(metadata?.labels)));
+
+  if (!isObject(template.spec)) ops.push(add(`${P}/spec`, {}));
+  if (!Array.isArray(spec.volumes)) ops.push(add(`${P}/spec/volumes`, []));
+  if (!inits) ops.push(add(`${P}/spec/initContainers`, []));
+  if (!apps) ops.push(add(`${P}/spec/containers`, []));
+
+  const native = proxy.nativeSidecar;
+  // Native sidecars go first (linkerd-init, then the proxy); otherwise linkerd-init runs after the user's inits.
+  let initIndex = native ? 0 : -1;
+  const initPath = (): string => (initIndex < 0 ? `${P}/spec/initContainers/-` : `${P}/spec/initContainers/${initIndex++}`);
+  const added: Added = { annotations, labels, initContainers: [], containers: [], volumes: [] };
+  const addVolume = (volume: { name: string } & Record<string, Json>): void => {
+    ops.push(add(`${P}/spec/volumes/-`, volume));
+    added.volumes.push(volume.name);
+  };
+
+  if (!values.cniEnabled) {
+    addVolume(volumes.xtablesLock(values) as { name: string });
+    ops.push(add(initPath(), initContainer(values, app)));
+    added.initContainers.push('linkerd-init');
+  } else {
+    ops.push(add(initPath(), validatorContainer(values)));
+    added.initContainers.push('linkerd-network-validator');
+  }
+  if (overridden.debugSidecar) {
+    ops.push(add(`${P}/spec/containers/-`, debugContainer(values)));
+    added.containers.push('linkerd-debug');
+  }
+  addVolume(volumes.endEntity() as { name: string });
+  if (proxy.tracing?.enabled) addVolume(volumes.podinfo() as { name: string });
+  if (values.identity.serviceAccountTokenProjection) addVolume(volumes.identityToken() as { name: string });
+
+  const env = proxyEnv({
+    values,
+    controlPlaneNamespace: cp,
+    inboundPorts: inboundPorts(spec),
+    isIngress: overridden.isIngress,
+    isGateway: overridden.isGateway,
+  });
+  const container = proxyContainer({ values, env, app });
+  let placement: string;
+  if (native) {
+    // Right after linkerd-init (or the validator), before any init container of the user's.
+    placement = `initContainers[${initIndex}]`;
+    ops.push(add(`${P}/spec/initContainers/${initIndex}`, container));
+    added.initContainers.push('linkerd-proxy');
+  } else if (proxy.await) {
+    placement = 'containers[0]';
+    ops.push(add(`${P}/spec/containers/0`, container));
+    added.containers.unshift('linkerd-proxy');
+  } else {
+    placement = 'containers[-1]';
+    ops.push(add(`${P}/spec/containers/-`, container));
+    added.containers.push('linkerd-proxy');
+  }
+  return {
+    patch: ops,
+    added,
+    mode: { nativeSidecar: native, await: proxy.await, cni: values.cniEnabled, placement },
+    warnings: overridden.warnings,
+  };
+}
+
+export interface InjectorConfig {
+  /** Linkerd values with the trust anchors in place. */
+  values: LinkerdValues;
+  /** Namespace of the Linkerd control plane (default "linkerd"). */
+  controlPlaneNamespace: string;
+  /** Version in `linkerd.io/created-by`; defaults to the configured `linkerdVersion`, as Linkerd's injector writes it. */
+  injectorVersion?: string;
+}
+
+export interface InjectionRequest {
+  /** The Kubernetes object: a Pod or Service from the webhook; any workload, Service or Namespace from the CLI. */
+  object: unknown;
+  /** The kind to assume when the object does not name one (an AdmissionRequest's `kind.kind`). */
+  kind?: string;
+  /** The namespace the object is created in (an AdmissionRequest's `namespace`); default: the object's own. */
+  namespace?: string;
+  /** The namespace's annotations; unknown (no cluster) is the same as none. */
+  namespaceAnnotations?: Record<string, string>;
+  /** The workload that owns the pod, resolved by the caller. */
+  owner?: Owner;
+  origin?: Origin;
+  config: InjectorConfig;
+}
+
+export type Outcome = 'injected' | 'annotated' | 'skipped';
+
+/** One record per call, read by the webhook, the CLI, metrics, events and logs alike. */
+export interface InjectionResult {
+  kind: string;
+  name: string;
+  namespace: string;
+  /** injected: the proxy patch; annotated: not injected, but the opaque-ports annotation is set; skipped: no change. */
+  outcome: Outcome;
+  /** Why the proxy was not injected; empty when it was. */
+  reasons: SkipReason[];
+  /** Where the deciding `linkerd.io/inject` annotation was found. */
+  annotationAt: AnnotationAt;
+  patch: AddOperation[];
+  added: Added;
+  proxy?: ProxyMode;
+  /** The workload's own values of the proxy configuration annotations (before namespace inheritance). */
+  workloadConfiguration: Record<string, string>;
+  /** UDP ports on app containers (the CLI warns about them). */
+  udp: boolean;
+  /** Annotation values that were ignored, with why. */
+  warnings: string[];
+}
+
+const nothingAdded = (): Added => ({ annotations: {}, labels: {}, initContainers: [], containers: [], volumes: [] });
+
+/**
+ * Decides whether to inject the proxy into an object and returns the patch that does what was decided, following
+ * Linkerd's webhook (or, with origin "cli", its manual injection): the created-by annotation, namespace inheritance and
+ * the default opaque ports on injection; the opaque-ports annotation alone for objects that are not injected.
+ */
+export function inject(request: InjectionRequest): InjectionResult {
+  const origin = request.origin ?? 'webhook';
+  const { values, controlPlaneNamespace } = request.config;
+  const located = locate(request.object, request.kind);
+  const namespace = request.namespace || located.namespace;
+  const template = located.template;
+  const metadata = isObject(template?.metadata) ? template.metadata : undefined;
+  const ownAnnotations = stringMap(metadata?.annotations);
+  const nsAnnotations = origin === 'cli' ? {} : (request.namespaceAnnotations ?? {});
+  const spec = template ? specOf(template) : {};
+  const decision = report({
+    origin,
+    hasTemplate: template !== undefined,
+    spec,
+    workloadAnnotations: ownAnnotations,
+    namespaceAnnotations: nsAnnotations,
+    serviceAccountTokenProjection: values.identity.serviceAccountTokenProjection,
+  });
+  const workloadConfiguration: Record<string, string> = {};
+  for (const key of PROXY_ANNOTATIONS) if (key in ownAnnotations) workloadConfiguration[key] = ownAnnotations[key] ?? '';
+  const base = {
+    kind: located.kind,
+    name: located.name,
+    namespace,
+    reasons: decision.reasons,
+    annotationAt: decision.annotation.at,
+    workloadConfiguration,
+    udp: decision.udp,
+  };
+
+  if (template && decision.reasons.length === 0) {
+    const version = request.config.injectorVersion ?? values.linkerdVersion;
+    const pending: Record<string, string> = {
+      [CREATED_BY_ANNOTATION]: origin === 'cli' ? `linkerd/cli ${version}` : `linkerd/proxy-injector ${version}`,
+    };
+    if (origin === 'webhook') {
+      Object.assign(pending, inheritedNamespaceAnnotations(ownAnnotations, nsAnnotations));
+      if (!(A.opaquePorts in ownAnnotations) && !(A.opaquePorts in pending)) {
+        const ports = defaultOpaquePortsForPod(spec, values.proxy.opaquePorts);
+        if (ports !== '') pending[A.opaquePorts] = ports;
+      }
+    }
+    const owner = request.owner ?? (located.kind === 'pod' ? undefined : { kind: located.kind, name: located.name });
+    const built = podPatch({
+      template,
+      prefix: located.prefix,
+      values,
+      controlPlaneNamespace,
+      origin,
+      ...(owner && { owner }),
+      workloadNamespace: namespace,
+      pendingAnnotations: pending,
+      namespaceAnnotations: nsAnnotations,
+    });
+    return { ...base, outcome: 'injected', patch: built.patch, added: built.added, proxy: built.mode, warnings: built.warnings };
+  }
+
+  const patch = origin === 'webhook' ? opaquePortsPatch(request.object, located.kind, nsAnnotations, values) : [];
+  const added = nothingAdded();
+  if (patch.length > 0) added.annotations[A.opaquePorts] = String(patch[patch.length - 1]?.value ?? '');
+  return { ...base, outcome: patch.length > 0 ? 'annotated' : 'skipped', patch, added, warnings: [] };
+}
+
+/**
+ * The opaque-ports annotation for a Pod or Service that is not injected: nothing when the object sets it itself, the
+ * namespace's value when the namespace sets it, else the configured default ports the object actually exposes.
+ */
+export function opaquePortsPatch(
+  object: unknown,
+  kind: string,
+  namespaceAnnotations: Record<string, string>,
+  values: LinkerdValues,
+): AddOperation[] {
+  if (!isObject(object)) return [];
+  const metadata = isObject(object['metadata']) ? object['metadata'] : {};
+  const annotations = stringMap(metadata['annotations']);
+  if (A.opaquePorts in annotations) return [];
+  const hasAnnotations = isObject(metadata['annotations']);
+  // The namespace's value is copied as it is, even when empty: the key's presence is what counts.
+  if (A.opaquePorts in namespaceAnnotations) {
+    return opaquePortsAnnotationPatch(namespaceAnnotations[A.opaquePorts] ?? '', hasAnnotations);
+  }
+  const spec = isObject(object['spec']) ? object['spec'] : {};
+  const lower = kind.toLowerCase();
+  let ports = '';
+  if (lower === 'pod') ports = defaultOpaquePortsForPod(spec as PodSpec, values.proxy.opaquePorts);
+  else if (lower === 'service') {
+    const servicePorts = Array.isArray(spec['ports']) ? (spec['ports'] as ServicePort[]) : [];
+    ports = defaultOpaquePortsForService(servicePorts, values.proxy.opaquePorts);
+  }
+  return ports === '' ? [] : opaquePortsAnnotationPatch(ports, hasAnnotations);
+}

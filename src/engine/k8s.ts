@@ -1,0 +1,107 @@
+/** The few Kubernetes object shapes the engine reads and writes, typed as loosely as the API server's JSON allows. */
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+export interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: JsonObject;
+}
+
+export interface ContainerPort {
+  containerPort?: number;
+  name?: string;
+  protocol?: string;
+  hostPort?: number;
+}
+
+export interface HttpGetAction {
+  port?: number | string;
+  path?: string;
+}
+
+export interface Probe {
+  httpGet?: HttpGetAction;
+  [key: string]: unknown;
+}
+
+export interface VolumeMount {
+  mountPath?: string;
+  name?: string;
+  readOnly?: boolean;
+  [key: string]: unknown;
+}
+
+export interface Capabilities {
+  add?: string[];
+  drop?: string[];
+}
+
+export interface Container {
+  name?: string;
+  image?: string;
+  ports?: ContainerPort[];
+  readinessProbe?: Probe;
+  livenessProbe?: Probe;
+  volumeMounts?: VolumeMount[];
+  securityContext?: { capabilities?: Capabilities; [key: string]: unknown };
+  restartPolicy?: string;
+  [key: string]: unknown;
+}
+
+export interface PodSpec {
+  containers?: Container[];
+  initContainers?: Container[];
+  volumes?: Array<{ name?: string; [key: string]: unknown }>;
+  hostNetwork?: boolean;
+  automountServiceAccountToken?: boolean;
+  [key: string]: unknown;
+}
+
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+  ownerReferences?: Array<{ kind?: string; name?: string; [key: string]: unknown }>;
+  [key: string]: unknown;
+}
+
+export interface PodTemplate {
+  metadata?: ObjectMeta;
+  spec?: PodSpec;
+}
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+  spec?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export interface ServicePort {
+  port?: number;
+  targetPort?: number | string;
+  name?: string;
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A deep copy of plain JSON-like data (objects, arrays, scalars). Several times faster than `structuredClone` on the
+ * values tree, which matters because every admission copies it.
+ */
+export function copyPlain<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(copyPlain) as T;
+  if (typeof value === 'object' && value !== null) {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value)) out[key] = copyPlain((value as Record<string, unknown>)[key]);
+    return out as T;
+  }
+  return value;
+}

@@ -1,0 +1,420 @@
+/** Parsers that accept and reject annotation values exactly as Linkerd's Go code (stdlib strconv/time, apimachinery Quantity) does. */
+
+const INT64_MAX = (1n << 63n) - 1n;
+const TWO_POW_63 = 1n << 63n;
+const UINT64_MAX = (1n << 64n) - 1n;
+const NANOS_PER_SECOND = 1_000_000_000n;
+
+const CHAR_0 = 0x30;
+const CHAR_9 = 0x39;
+const CHAR_DOT = 0x2e;
+const CHAR_PLUS = 0x2b;
+const CHAR_MINUS = 0x2d;
+
+function isDigit(code: number): boolean {
+  return code >= CHAR_0 && code <= CHAR_9;
+}
+
+function isAllDigits(text: string): boolean {
+  if (text === '') return false;
+  for (let i = 0; i < text.length; i++) {
+    if (!isDigit(text.charCodeAt(i))) return false;
+  }
+  return true;
+}
+
+/**
+ * Magnitude of a non-empty run of ASCII digits, or undefined when it is not one or has more significant digits
+ * than any 64-bit value; the length cut keeps hostile, very long inputs from costing a big-integer parse.
+ */
+function parseDigits64(digits: string): bigint | undefined {
+  if (!isAllDigits(digits)) return undefined;
+  let start = 0;
+  while (start < digits.length - 1 && digits.charCodeAt(start) === CHAR_0) start++;
+  if (digits.length - start > 20) return undefined;
+  return BigInt(digits.slice(start));
+}
+
+/** Go strconv.ParseInt(text, 10, bits) as an exact bigint. */
+function parseGoIntBig(text: string, bits: number): bigint | undefined {
+  let digits = text;
+  let negative = false;
+  const first = text.charCodeAt(0);
+  if (first === CHAR_PLUS || first === CHAR_MINUS) {
+    negative = first === CHAR_MINUS;
+    digits = text.slice(1);
+  }
+  const magnitude = parseDigits64(digits);
+  if (magnitude === undefined) return undefined;
+  const limit = 1n << BigInt(bits - 1);
+  if (negative) return magnitude > limit ? undefined : -magnitude;
+  return magnitude >= limit ? undefined : magnitude;
+}
+
+function toSafeNumber(value: bigint): number | undefined {
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Durations
+
+const DURATION_UNITS: ReadonlyMap<string, bigint> = new Map([
+  ['ns', 1n],
+  ['us', 1_000n],
+  ['\u00b5s', 1_000n],
+  ['\u03bcs', 1_000n],
+  ['ms', 1_000_000n],
+  ['s', NANOS_PER_SECOND],
+  ['m', 60n * NANOS_PER_SECOND],
+  ['h', 3600n * NANOS_PER_SECOND],
+]);
+
+/** Go time.ParseDuration semantics. Returns nanoseconds, or undefined when Go would return an error. */
+export function parseGoDuration(text: string): bigint | undefined {
+  let s = text;
+  let negative = false;
+  const sign = s.charCodeAt(0);
+  if (sign === CHAR_PLUS || sign === CHAR_MINUS) {
+    negative = sign === CHAR_MINUS;
+    s = s.slice(1);
+  }
+  if (s === '0') return 0n;
+  if (s === '') return undefined;
+
+  // Magnitudes are accumulated unsigned up to 2^63 because Go allows exactly -2^63ns.
+  let total = 0n;
+  let i = 0;
+  while (i < s.length) {
+    const lead = s.charCodeAt(i);
+    if (lead !== CHAR_DOT && !isDigit(lead)) return undefined;
+
+    const intStart = i;
+    let whole = 0n;
+    for (; i < s.length && isDigit(s.charCodeAt(i)); i++) {
+      if (whole > TWO_POW_63 / 10n) return undefined;
+      whole = whole * 10n + BigInt(s.charCodeAt(i) - CHAR_0);
+      if (whole > TWO_POW_63) return undefined;
+    }
+    const sawIntDigits = i > intStart;
+
+    // Go keeps fraction digits only while they fit in 63 bits and silently drops the rest, so do the same.
+    let fraction = 0n;
+    let scale = 1;
+    let sawFracDigits = false;
+    if (i < s.length && s.charCodeAt(i) === CHAR_DOT) {
+      i++;
+      const fracStart = i;
+      let saturated = false;
+      for (; i < s.length && isDigit(s.charCodeAt(i)); i++) {
+        if (saturated) continue;
+        if (fraction > INT64_MAX / 10n) {
+          saturated = true;
+          continue;
+        }
+        const next = fraction * 10n + BigInt(s.charCodeAt(i) - CHAR_0);
+        if (next > TWO_POW_63) {
+          saturated = true;
+          continue;
+        }
+        fraction = next;
+        scale *= 10;
+      }
+      sawFracDigits = i > fracStart;
+    }
+    if (!sawIntDigits && !sawFracDigits) return undefined;
+
+    const unitStart = i;
+    for (; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c === CHAR_DOT || isDigit(c)) break;
+    }
+    if (i === unitStart) return undefined;
+    const unit = DURATION_UNITS.get(s.slice(unitStart, i));
+    if (unit === undefined) return undefined;
+
+    if (whole > TWO_POW_63 / unit) return undefined;
+    let value = whole * unit;
+    if (fraction > 0n) {
+      // Go computes the fractional part in float64 and truncates; repeating the same IEEE operations yields
+      // bit-identical nanoseconds, including Go's own rounding on fractions that are not exact in binary.
+      value += BigInt(Math.trunc(Number(fraction) * (Number(unit) / scale)));
+      if (value > TWO_POW_63) return undefined;
+    }
+    total += value;
+    if (total > TWO_POW_63) return undefined;
+  }
+  if (negative) return -total;
+  return total > INT64_MAX ? undefined : total;
+}
+
+/** Go's Duration.Seconds(): whole seconds plus the nanosecond remainder, both as float64. */
+function goSeconds(ns: bigint): number {
+  return Number(ns / NANOS_PER_SECOND) + Number(ns % NANOS_PER_SECOND) / 1e9;
+}
+
+function formatTruncated(value: number): string {
+  // Math.trunc can produce -0 for small negative values, which Go's int() renders as plain 0.
+  const truncated = Math.trunc(value);
+  return truncated === 0 ? '0' : String(truncated);
+}
+
+/** Linkerd's connect-timeout / shutdown-grace-period rendering: `${Math.trunc(seconds*1000)}ms`. */
+export function durationToMillis(ns: bigint): string {
+  return `${formatTruncated(goSeconds(ns) * 1000)}ms`;
+}
+
+/** Linkerd's discovery-cache timeout rendering: `${Math.trunc(seconds)}s` (truncating). */
+export function durationToSeconds(ns: bigint): string {
+  return `${formatTruncated(goSeconds(ns))}s`;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// strconv
+
+const GO_BOOLS: ReadonlyMap<string, boolean> = new Map([
+  ['1', true],
+  ['t', true],
+  ['T', true],
+  ['TRUE', true],
+  ['true', true],
+  ['True', true],
+  ['0', false],
+  ['f', false],
+  ['F', false],
+  ['FALSE', false],
+  ['false', false],
+  ['False', false],
+]);
+
+/** Go strconv.ParseBool: accepts exactly 1,t,T,TRUE,true,True,0,f,F,FALSE,false,False. */
+export function parseGoBool(text: string): boolean | undefined {
+  return GO_BOOLS.get(text);
+}
+
+/** Go strconv.ParseInt(text, 10, bits); undefined on any error or when the value is not a safe integer. */
+export function parseGoInt(text: string, bits: 32 | 64): number | undefined {
+  const value = parseGoIntBig(text, bits);
+  return value === undefined ? undefined : toSafeNumber(value);
+}
+
+/** Go strconv.ParseUint(text, 10, 64) then a bound: undefined on error, if > max, or if not a safe integer. */
+export function parseGoUint(text: string, max: number): number | undefined {
+  const value = parseDigits64(text);
+  if (value === undefined || value > UINT64_MAX) return undefined;
+  // A NaN bound compares false, which rejects rather than accepts.
+  if (!(value <= max)) return undefined;
+  return toSafeNumber(value);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kubernetes quantities
+
+/** A Kubernetes resource.Quantity parsed per k8s.io/apimachinery ParseQuantity grammar. */
+export interface Quantity {
+  /** exact value as a rational: numerator/denominator (bigint), sign included in numerator */
+  num: bigint;
+  den: bigint;
+}
+
+const DECIMAL_SUFFIXES: ReadonlyMap<string, number> = new Map([
+  ['n', -9],
+  ['u', -6],
+  ['m', -3],
+  ['', 0],
+  ['k', 3],
+  ['M', 6],
+  ['G', 9],
+  ['T', 12],
+  ['P', 15],
+  ['E', 18],
+]);
+
+const BINARY_SUFFIXES: ReadonlyMap<string, number> = new Map([
+  ['Ki', 10],
+  ['Mi', 20],
+  ['Gi', 30],
+  ['Ti', 40],
+  ['Pi', 50],
+  ['Ei', 60],
+]);
+
+/** Letters apimachinery's scanner lets into a suffix before it validates the suffix as a whole. */
+const SUFFIX_LETTERS = 'eEinumkKMGTP';
+
+/** apimachinery's int64 fast path holds at most this many decimal digits. */
+const MAX_INT64_FACTORS = 18;
+
+/**
+ * Beyond this many powers of ten a decimal quantity is astronomically outside anything Kubernetes can use, so its
+ * exponent is clamped (keeping sign, "exceeds int64" and "finer than a nanounit") instead of building a bigint
+ * with billions of digits from an input like "1e2000000000".
+ */
+const MAX_DECIMAL_POWER = 1024;
+
+/** Removes up to `limit` factors of `p` from `m`; squares the divisor so adversarially long inputs stay cheap. */
+function removeFactor(m: bigint, p: bigint, limit: number): [bigint, number] {
+  let rest = m;
+  let removed = 0;
+  while (removed < limit && rest % p === 0n) {
+    let power = p;
+    let count = 1;
+    while (removed + count * 2 <= limit && rest % (power * power) === 0n) {
+      power *= power;
+      count *= 2;
+    }
+    rest /= power;
+    removed += count;
+  }
+  return [rest, removed];
+}
+
+function trailingZeroBits(m: bigint): number {
+  return (m & -m).toString(2).length - 1;
+}
+
+/** The rational mantissa * 2^pow2 * 5^pow5 in lowest terms with a positive denominator. */
+function reduceRational(mantissa: bigint, pow2: number, pow5: number, negative: boolean): Quantity {
+  if (mantissa === 0n) return { num: 0n, den: 1n };
+  let m = mantissa;
+  let twos = pow2;
+  let fives = pow5;
+  if (twos < 0) {
+    const removed = Math.min(trailingZeroBits(m), -twos);
+    m >>= BigInt(removed);
+    twos += removed;
+  }
+  if (fives < 0) {
+    const [rest, removed] = removeFactor(m, 5n, -fives);
+    m = rest;
+    fives += removed;
+  }
+  const num = m * (1n << BigInt(Math.max(twos, 0))) * 5n ** BigInt(Math.max(fives, 0));
+  const den = (1n << BigInt(Math.max(-twos, 0))) * 5n ** BigInt(Math.max(-fives, 0));
+  return { num: negative ? -num : num, den };
+}
+
+type Suffix = { kind: 'decimal'; exponent: number } | { kind: 'binary'; exponent: number };
+
+function interpretSuffix(suffix: string): Suffix | undefined {
+  const decimal = DECIMAL_SUFFIXES.get(suffix);
+  if (decimal !== undefined) return { kind: 'decimal', exponent: decimal };
+  const binary = BINARY_SUFFIXES.get(suffix);
+  if (binary !== undefined) return { kind: 'binary', exponent: binary };
+  if (suffix.length > 1 && (suffix[0] === 'e' || suffix[0] === 'E')) {
+    const parsed = parseGoIntBig(suffix.slice(1), 64);
+    if (parsed === undefined) return undefined;
+    // apimachinery narrows the 64-bit exponent to int32 without a range check, so "1e4294967296" means 1e0.
+    return { kind: 'decimal', exponent: Number(BigInt.asIntN(32, parsed)) };
+  }
+  return undefined;
+}
+
+/** A Kubernetes resource.Quantity parsed per k8s.io/apimachinery ParseQuantity grammar. */
+export function parseQuantity(text: string): Quantity | undefined {
+  if (text === '') return undefined;
+  const end = text.length;
+  let pos = 0;
+  let negative = false;
+  const sign = text.charCodeAt(0);
+  if (sign === CHAR_PLUS || sign === CHAR_MINUS) {
+    negative = sign === CHAR_MINUS;
+    pos++;
+  }
+  const afterSign = pos;
+  while (pos < end && text.charCodeAt(pos) === CHAR_0) pos++;
+  const intStart = pos;
+  while (pos < end && isDigit(text.charCodeAt(pos))) pos++;
+  const intDigits = text.slice(intStart, pos);
+  let fracDigits = '';
+  if (pos < end && text.charCodeAt(pos) === CHAR_DOT) {
+    pos++;
+    const fracStart = pos;
+    while (pos < end && isDigit(text.charCodeAt(pos))) pos++;
+    fracDigits = text.slice(fracStart, pos);
+  }
+  const hasDigits = intStart > afterSign || intDigits !== '' || fracDigits !== '';
+
+  const suffixStart = pos;
+  while (pos < end && SUFFIX_LETTERS.includes(text.charAt(pos))) pos++;
+  const signCode = text.charCodeAt(pos);
+  if (signCode === CHAR_PLUS || signCode === CHAR_MINUS) pos++;
+  while (pos < end && isDigit(text.charCodeAt(pos))) pos++;
+  if (pos < end) return undefined;
+
+  const suffix = interpretSuffix(text.slice(suffixStart));
+  if (suffix === undefined) return undefined;
+
+  // apimachinery accepts digit-less numbers such as "", ".", "+" or "m" as zero, except when they miss its
+  // int64 fast path: the fallback decimal parser then finds no digits and reports an error.
+  const significantLength = Math.max(intDigits.length, 1) + fracDigits.length;
+  let fastPath: boolean;
+  if (suffix.kind === 'decimal') {
+    fastPath =
+      MAX_INT64_FACTORS - significantLength >= 0 && suffix.exponent - fracDigits.length >= -9;
+  } else {
+    const precision = 15 - Math.max(intDigits.length, 1) - Math.trunc((suffix.exponent * 3) / 10) - 1;
+    fastPath = fracDigits === '' && precision >= 0;
+  }
+  if (!hasDigits && !fastPath) return undefined;
+
+  const mantissa = BigInt(`0${intDigits}${fracDigits}`);
+  if (suffix.kind === 'binary') {
+    return reduceRational(mantissa, suffix.exponent - fracDigits.length, -fracDigits.length, negative);
+  }
+  const mantissaDigits = mantissa.toString().length;
+  const power = Math.min(
+    Math.max(suffix.exponent - fracDigits.length, -(mantissaDigits + MAX_DECIMAL_POWER)),
+    MAX_DECIMAL_POWER,
+  );
+  return reduceRational(mantissa, power, power, negative);
+}
+
+/**
+ * Whole CPU cores as Linkerd's ToWholeCPUCores computes them: Quantity.RoundUp(0) (away from zero, so "1.5" -> 2
+ * and "-1.5" -> -2) then AsInt64, with 0 wherever AsInt64 fails (Linkerd logs and keeps the zero).
+ */
+export function quantityToWholeCores(q: Quantity): number {
+  if (q.den === 0n) return 0;
+  const num = q.den < 0n ? -q.num : q.num;
+  const den = q.den < 0n ? -q.den : q.den;
+  // Values finer than a nanounit are held by apimachinery as inf.Dec, whose AsInt64 always fails.
+  if ((num * NANOS_PER_SECOND) % den !== 0n) return 0;
+  const negative = num < 0n;
+  const magnitude = negative ? -num : num;
+  let whole = magnitude / den;
+  if (whole * den !== magnitude) whole += 1n;
+  if (whole > (negative ? TWO_POW_63 : INT64_MAX)) return 0;
+  return Number(negative ? -whole : whole);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Port ranges
+
+/** A port or an inclusive port range as Linkerd's util.ParsePortRange accepts it. */
+export interface PortRange {
+  lo: number;
+  hi: number;
+}
+
+/** One bound as Linkerd reads it: strconv.Atoi (so an optional '+' is allowed) then 0..65535. */
+function parsePortBound(text: string): number | undefined {
+  const value = parseGoIntBig(text, 64);
+  if (value === undefined || value < 0n || value > 65535n) return undefined;
+  return Number(value);
+}
+
+/** "8080" or "4000-5000"; each bound 0..65535, lo <= hi. Whitespace is NOT trimmed here (callers trim). */
+export function parsePortRange(text: string): PortRange | undefined {
+  const bounds = text.split('-');
+  if (bounds.length > 2) return undefined;
+  const lo = parsePortBound(bounds[0] ?? '');
+  const hi = bounds.length === 2 ? parsePortBound(bounds[1] ?? '') : lo;
+  if (lo === undefined || hi === undefined || hi < lo) return undefined;
+  return { lo, hi };
+}
+
+/** Renders a port range back: "8080" when lo===hi else "lo-hi". */
+export function formatPortRange(r: PortRange): string {
+  return r.lo === r.hi ? String(r.lo) : `${r.lo}-${r.hi}`;
+}

@@ -1,0 +1,39 @@
+/** RFC 6902 patch operations, JSON-pointer escaping, and the annotation-only opaque-ports patch. */
+import { A } from './names.js';
+import type { Json } from './k8s.js';
+
+export interface AddOperation {
+  op: 'add';
+  path: string;
+  value: Json;
+}
+export type PatchOperation = AddOperation;
+
+/** Escapes one JSON-pointer reference token (RFC 6901): "~" as "~0", then "/" as "~1". */
+export function escapePointer(token: string): string {
+  return token.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+export const add = (path: string, value: Json): AddOperation => ({ op: 'add', path, value });
+
+/** Keys sorted by UTF-16 code unit, which for the ASCII keys Kubernetes allows is Linkerd's byte order. */
+export function sortedKeys(map: Record<string, string>): string[] {
+  return Object.keys(map).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** One `add` per entry under `<base>/<key>`, in key order, preceded by `add <base> {}` when the map does not exist. */
+export function addMapEntries(base: string, entries: Record<string, string>, mapExists: boolean): AddOperation[] {
+  const ops: AddOperation[] = [];
+  if (!mapExists) ops.push(add(base, {}));
+  for (const key of sortedKeys(entries)) ops.push(add(`${base}/${escapePointer(key)}`, entries[key] ?? ''));
+  return ops;
+}
+
+/**
+ * The patch that sets `config.linkerd.io/opaque-ports` on an object that is not injected (a Service, or a skipped
+ * Pod), adding the annotations map first when the object has none. The object is the admitted Pod or Service itself,
+ * so paths have no prefix.
+ */
+export function opaquePortsAnnotationPatch(ports: string, hasAnnotations: boolean): AddOperation[] {
+  return addMapEntries('/metadata/annotations', { [A.opaquePorts]: ports }, hasAnnotations);
+}

@@ -1,0 +1,183 @@
+/** The proxy container's environment, in the exact order Linkerd renders it. */
+import { copyPlain, type EnvVar } from '../k8s.js';
+import type { LinkerdValues, ProxyParams } from '../values.js';
+
+export interface EnvInput {
+  values: LinkerdValues;
+  controlPlaneNamespace: string;
+  inboundPorts: string;
+  isIngress: boolean;
+  isGateway: boolean;
+}
+
+const field = (name: string, fieldPath: string): EnvVar => ({ name, valueFrom: { fieldRef: { fieldPath } } });
+const env = (name: string, value: string): EnvVar => ({ name, value });
+
+/** Renders a scalar the way a Helm `quote` does for the values Linkerd uses (numbers in plain decimal). */
+function quote(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return JSON.stringify(value);
+}
+
+const snakeCache = new Map<string, string>();
+
+/** camelCase → SNAKE_CASE as Sprig's snakecase does it for parameter names ("keepAliveInterval", "http2"). */
+export function snakeUpper(name: string): string {
+  let snake = snakeCache.get(name);
+  if (snake === undefined) {
+    snake = toSnakeUpper(name);
+    if (snakeCache.size < 1024) snakeCache.set(name, snake);
+  }
+  return snake;
+}
+
+function toSnakeUpper(name: string): string {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
+    .replace(/[-\s]+/g, '_')
+    .toUpperCase();
+}
+
+const sortedEntries = <T>(map: Record<string, T>): Array<[string, T]> =>
+  Object.entries(map).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+
+/** `LINKERD2_PROXY_<DIR>_<SCOPE>_<PROTO>_<PARAM>` for each nested parameter, every level in key order. */
+function paramsEnv(direction: 'INBOUND' | 'OUTBOUND', params: ProxyParams): EnvVar[] {
+  const out: EnvVar[] = [];
+  for (const [scope, protos] of sortedEntries(params ?? {})) {
+    if (typeof protos !== 'object' || protos === null) continue;
+    for (const [proto, settings] of sortedEntries(protos)) {
+      if (typeof settings !== 'object' || settings === null) continue;
+      for (const [param, value] of sortedEntries(settings)) {
+        const name = [direction, scope, proto, param].map(snakeUpper).join('_');
+        out.push(env(`LINKERD2_PROXY_${name}`, quote(value)));
+      }
+    }
+  }
+  return out;
+}
+
+/** The proxy's environment. Optional entries appear only when their setting is given, as in Linkerd's template. */
+export function proxyEnv(input: EnvInput): EnvVar[] {
+  const { values, controlPlaneNamespace: cp } = input;
+  const proxy = values.proxy;
+  const cd = values.clusterDomain;
+  const td = values.identityTrustDomain || cd;
+  const any = values.disableIPv6 ? '0.0.0.0' : '[::]';
+  const ports = proxy.ports;
+  const out: EnvVar[] = [
+    field('_pod_name', 'metadata.name'),
+    field('_pod_ns', 'metadata.namespace'),
+    field('_pod_uid', 'metadata.uid'),
+    field('_pod_ip', 'status.podIP'),
+    field('_pod_nodeName', 'spec.nodeName'),
+    env('_pod_containerName', 'linkerd-proxy'),
+  ];
+
+  const workers = proxy.runtime.workers;
+  if (proxy.cores) {
+    out.push(env('LINKERD2_PROXY_CORES', quote(proxy.cores)), env('LINKERD2_PROXY_CORES_MIN', quote(proxy.cores)));
+  } else if (workers.minimum || workers.maximum || workers.maximumCPURatio) {
+    const min = quote(workers.minimum || 1);
+    out.push(env('LINKERD2_PROXY_CORES', min), env('LINKERD2_PROXY_CORES_MIN', min));
+    if (workers.maximum) out.push(env('LINKERD2_PROXY_CORES_MAX', quote(workers.maximum)));
+    if (workers.maximumCPURatio) out.push(env('LINKERD2_PROXY_CORES_MAX_RATIO', quote(workers.maximumCPURatio)));
+  }
+  if (proxy.requireIdentityOnInboundPorts) {
+    out.push(env('LINKERD2_PROXY_INBOUND_PORTS_REQUIRE_IDENTITY', proxy.requireIdentityOnInboundPorts));
+  }
+  const headers = proxy.logHTTPHeaders === 'insecure' ? '' : ',[{headers}]=off,[{request}]=off';
+  out.push(
+    env('LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED', String(proxy.enableShutdownEndpoint)),
+    env('LINKERD2_PROXY_LOG', `${proxy.logLevel}${headers}`),
+    env('LINKERD2_PROXY_LOG_FORMAT', proxy.logFormat),
+    env('LINKERD2_PROXY_DESTINATION_SVC_ADDR', `linkerd-dst-headless.${cp}.svc.${cd}.:8086`),
+    env('LINKERD2_PROXY_DESTINATION_PROFILE_NETWORKS', values.clusterNetworks),
+    env('LINKERD2_PROXY_POLICY_SVC_ADDR', `linkerd-policy.${cp}.svc.${cd}.:8090`),
+    env('LINKERD2_PROXY_POLICY_WORKLOAD', '{"ns":"$(_pod_ns)", "pod":"$(_pod_name)"}\n'),
+    env('LINKERD2_PROXY_INBOUND_DEFAULT_POLICY', proxy.defaultInboundPolicy),
+    env('LINKERD2_PROXY_POLICY_CLUSTER_NETWORKS', values.clusterNetworks),
+    env('LINKERD2_PROXY_CONTROL_STREAM_INITIAL_TIMEOUT', proxy.control.streams.initialTimeout ?? ''),
+    env('LINKERD2_PROXY_CONTROL_STREAM_IDLE_TIMEOUT', proxy.control.streams.idleTimeout ?? ''),
+    env('LINKERD2_PROXY_CONTROL_STREAM_LIFETIME', proxy.control.streams.lifetime ?? ''),
+  );
+  const optional: Array<[string, string]> = [
+    ['LINKERD2_PROXY_INBOUND_CONNECT_TIMEOUT', proxy.inboundConnectTimeout],
+    ['LINKERD2_PROXY_OUTBOUND_CONNECT_TIMEOUT', proxy.outboundConnectTimeout],
+    ['LINKERD2_PROXY_OUTBOUND_DISCOVERY_IDLE_TIMEOUT', proxy.outboundDiscoveryCacheUnusedTimeout],
+    ['LINKERD2_PROXY_INBOUND_DISCOVERY_IDLE_TIMEOUT', proxy.inboundDiscoveryCacheUnusedTimeout],
+    ['LINKERD2_PROXY_OUTBOUND_DETECT_TIMEOUT', proxy.disableOutboundProtocolDetectTimeout ? '365d' : ''],
+    ['LINKERD2_PROXY_INBOUND_DETECT_TIMEOUT', proxy.disableInboundProtocolDetectTimeout ? '365d' : ''],
+  ];
+  for (const [name, value] of optional) if (value) out.push(env(name, value));
+  const outbound = `127.0.0.1:${ports.outbound}`;
+  out.push(
+    env('LINKERD2_PROXY_CONTROL_LISTEN_ADDR', `${any}:${ports.control}`),
+    env('LINKERD2_PROXY_ADMIN_LISTEN_ADDR', `${any}:${ports.admin}`),
+    env('LINKERD2_PROXY_OUTBOUND_LISTEN_ADDR', outbound),
+    env('LINKERD2_PROXY_OUTBOUND_LISTEN_ADDRS', values.disableIPv6 ? outbound : `${outbound},[::1]:${ports.outbound}`),
+    env('LINKERD2_PROXY_INBOUND_LISTEN_ADDR', `${any}:${ports.inbound}`),
+    field('LINKERD2_PROXY_INBOUND_IPS', 'status.podIPs'),
+    env('LINKERD2_PROXY_INBOUND_PORTS', input.inboundPorts),
+  );
+  if (input.isGateway) out.push(env('LINKERD2_PROXY_INBOUND_GATEWAY_SUFFIXES', `svc.${cd}.`));
+  if (input.isIngress) out.push(env('LINKERD2_PROXY_INGRESS_MODE', 'true'));
+  out.push(
+    env('LINKERD2_PROXY_DESTINATION_PROFILE_SUFFIXES', proxy.enableExternalProfiles ? '.' : `svc.${cd}.`),
+    env('LINKERD2_PROXY_INBOUND_ACCEPT_KEEPALIVE', '10000ms'),
+    env('LINKERD2_PROXY_OUTBOUND_CONNECT_KEEPALIVE', '10000ms'),
+    env('LINKERD2_PROXY_INBOUND_ACCEPT_USER_TIMEOUT', '30s'),
+    env('LINKERD2_PROXY_OUTBOUND_CONNECT_USER_TIMEOUT', '30s'),
+    env('LINKERD2_PROXY_OUTBOUND_METRICS_HOSTNAME_LABELS', String(proxy.metrics.hostnameLabels)),
+  );
+  const tracing = proxy.tracing;
+  if (tracing?.enabled) {
+    const mesh = tracing.collector.meshIdentity;
+    const attributes = sortedEntries(tracing.labels ?? {})
+      .map(([k, v]) => `${k}=${v}\n`)
+      .join('');
+    out.push(
+      env('LINKERD2_PROXY_TRACE_ATTRIBUTES_PATH', '/var/run/linkerd/podinfo/labels'),
+      env('LINKERD2_PROXY_TRACE_ANNOTATIONS_PATH', '/var/run/linkerd/podinfo/annotations'),
+      env('LINKERD2_PROXY_TRACE_PROTOCOL', tracing.protocol || 'opentelemetry'),
+      env('LINKERD2_PROXY_TRACE_SERVICE_NAME', tracing.traceServiceName),
+      env('LINKERD2_PROXY_TRACE_COLLECTOR_SVC_ADDR', tracing.collector.endpoint),
+      env(
+        'LINKERD2_PROXY_TRACE_COLLECTOR_SVC_NAME',
+        `${mesh.serviceAccountName}.${mesh.namespace}.serviceaccount.identity.${cp}.${td}`,
+      ),
+      env('LINKERD2_PROXY_TRACE_EXTRA_ATTRIBUTES', attributes),
+    );
+  }
+  out.push(...paramsEnv('INBOUND', proxy.inbound), ...paramsEnv('OUTBOUND', proxy.outbound));
+  if (proxy.opaquePorts) out.push(env('LINKERD2_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION', proxy.opaquePorts));
+  const identity = `serviceaccount.identity.${cp}.${td}`;
+  out.push(
+    env(
+      'LINKERD2_PROXY_DESTINATION_CONTEXT',
+      '{"ns":"$(_pod_ns)", "nodeName":"$(_pod_nodeName)", "pod":"$(_pod_name)"}\n',
+    ),
+    field('_pod_sa', 'spec.serviceAccountName'),
+    env('_l5d_ns', cp),
+    env('_l5d_trustdomain', td),
+    env('LINKERD2_PROXY_IDENTITY_DIR', '/var/run/linkerd/identity/end-entity'),
+    env('LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS', `${values.identityTrustAnchorsPEM.trim()}\n`),
+    env(
+      'LINKERD2_PROXY_IDENTITY_TOKEN_FILE',
+      values.identity.serviceAccountTokenProjection
+        ? '/var/run/secrets/tokens/linkerd-identity-token'
+        : '/var/run/secrets/kubernetes.io/serviceaccount/token',
+    ),
+    env('LINKERD2_PROXY_IDENTITY_SVC_ADDR', `linkerd-identity-headless.${cp}.svc.${cd}.:8080`),
+    env('LINKERD2_PROXY_IDENTITY_LOCAL_NAME', `$(_pod_sa).$(_pod_ns).${identity}`),
+    env('LINKERD2_PROXY_IDENTITY_SVC_NAME', `linkerd-identity.${cp}.${identity}`),
+    env('LINKERD2_PROXY_DESTINATION_SVC_NAME', `linkerd-destination.${cp}.${identity}`),
+    env('LINKERD2_PROXY_POLICY_SVC_NAME', `linkerd-destination.${cp}.${identity}`),
+  );
+  if (proxy.accessLog) out.push(env('LINKERD2_PROXY_ACCESS_LOG', proxy.accessLog));
+  if (proxy.shutdownGracePeriod) out.push(env('LINKERD2_PROXY_SHUTDOWN_GRACE_PERIOD', proxy.shutdownGracePeriod));
+  out.push(...copyPlain(proxy.additionalEnv), ...copyPlain(proxy.experimentalEnv));
+  return out;
+}

@@ -1,0 +1,380 @@
+/** Linkerd configuration values: their types, the embedded defaults, and loading a values YAML document over them. */
+import { isIP } from 'node:net';
+import { parse as parseYaml } from 'yaml';
+import { EngineError } from './errors.js';
+import type { EnvVar } from './k8s.js';
+
+export interface ImageValues {
+  name: string;
+  pullPolicy: string;
+  version: string;
+}
+
+export interface ResourceValues {
+  limit: string;
+  request: string;
+}
+
+export interface TracingValues {
+  enabled: boolean;
+  traceServiceName: string;
+  protocol?: string;
+  labels: Record<string, string>;
+  collector: { endpoint: string; meshIdentity: { serviceAccountName: string; namespace: string } };
+}
+
+/** scope → protocol → parameter → value, e.g. server → http2 → keepAliveInterval → "10s". */
+export type ProxyParams = Record<string, Record<string, Record<string, unknown>>>;
+
+export interface ProxyValues {
+  image: ImageValues;
+  ports: { admin: number; control: number; inbound: number; outbound: number };
+  logLevel: string;
+  logFormat: string;
+  logHTTPHeaders: string;
+  enableShutdownEndpoint: boolean;
+  enableExternalProfiles: boolean;
+  outboundConnectTimeout: string;
+  inboundConnectTimeout: string;
+  outboundDiscoveryCacheUnusedTimeout: string;
+  inboundDiscoveryCacheUnusedTimeout: string;
+  disableOutboundProtocolDetectTimeout: boolean;
+  disableInboundProtocolDetectTimeout: boolean;
+  /** Deprecated in favour of runtime.workers; still honoured first. */
+  cores: number | null;
+  runtime: { workers: { minimum: number | null; maximum: number | null; maximumCPURatio: number | null } };
+  resources: { cpu: ResourceValues; memory: ResourceValues; 'ephemeral-storage': ResourceValues };
+  uid: number;
+  gid: number;
+  securityContext: Record<string, unknown>;
+  waitBeforeExitSeconds: number;
+  await: boolean;
+  requireIdentityOnInboundPorts: string;
+  opaquePorts: string;
+  shutdownGracePeriod: string;
+  defaultInboundPolicy: string;
+  nativeSidecar: boolean;
+  livenessProbe: { initialDelaySeconds: number; timeoutSeconds: number };
+  readinessProbe: { initialDelaySeconds: number; timeoutSeconds: number };
+  startupProbe: { initialDelaySeconds: number; periodSeconds: number; failureThreshold: number };
+  control: { streams: { initialTimeout: string; idleTimeout: string; lifetime: string } };
+  metrics: { hostnameLabels: boolean };
+  tracing: TracingValues | null;
+  inbound: ProxyParams;
+  outbound: ProxyParams;
+  additionalEnv: EnvVar[];
+  experimentalEnv: EnvVar[];
+  accessLog: string;
+}
+
+export interface ProxyInitValues {
+  /** "nft" or "legacy"; empty means legacy. */
+  iptablesMode: string;
+  ignoreInboundPorts: string;
+  ignoreOutboundPorts: string;
+  skipSubnets: string;
+  logLevel: string;
+  logFormat: string;
+  closeWaitTimeoutSecs: number;
+  privileged: boolean;
+  runAsRoot: boolean;
+  runAsUser: number;
+  runAsGroup: number;
+  xtMountPath: { mountPath: string; name: string };
+}
+
+export interface NetworkValidatorValues {
+  logLevel: string;
+  logFormat: string;
+  connectAddr: string;
+  listenAddr: string;
+  timeout: string;
+  securityContext: Record<string, unknown>;
+}
+
+/** The part of Linkerd's chart values that the injector reads. Other keys in a values document are ignored. */
+export interface LinkerdValues {
+  clusterDomain: string;
+  clusterNetworks: string;
+  imagePullPolicy: string;
+  linkerdVersion: string;
+  cniEnabled: boolean;
+  disableIPv6: boolean;
+  identityTrustAnchorsPEM: string;
+  identityTrustDomain: string;
+  proxy: ProxyValues;
+  proxyInit: ProxyInitValues;
+  networkValidator: NetworkValidatorValues;
+  identity: { serviceAccountTokenProjection: boolean };
+  debugContainer: { image: ImageValues };
+}
+
+/** The Linkerd release whose proxy images the embedded defaults name. */
+export const DEFAULT_LINKERD_VERSION = 'edge-26.8.3';
+
+const emptyResource = (): ResourceValues => ({ limit: '', request: '' });
+const keepAlive = (): ProxyParams => ({ server: { http2: { keepAliveInterval: '10s', keepAliveTimeout: '3s' } } });
+
+/**
+ * Linkerd's chart defaults, except where Linkerd changed a default that the seed documents and existing clusters rely
+ * on: the classic sidecar (proxy first in `containers`, held by the `linkerd-await` postStart hook) unless the values
+ * or the pod ask for a native sidecar, and the legacy iptables backend unless `proxyInit.iptablesMode` says `nft`.
+ * A returned object is fresh: callers may mutate it.
+ */
+export function defaultValues(): LinkerdValues {
+  return {
+    clusterDomain: 'cluster.local',
+    clusterNetworks: '10.0.0.0/8,100.64.0.0/10,172.16.0.0/12,192.168.0.0/16,fd00::/8',
+    imagePullPolicy: 'IfNotPresent',
+    linkerdVersion: DEFAULT_LINKERD_VERSION,
+    cniEnabled: false,
+    disableIPv6: true,
+    identityTrustAnchorsPEM: '',
+    identityTrustDomain: '',
+    proxy: {
+      image: { name: 'cr.l5d.io/linkerd/proxy', pullPolicy: '', version: '' },
+      ports: { admin: 4191, control: 4190, inbound: 4143, outbound: 4140 },
+      logLevel: 'warn,linkerd=info,hickory=error',
+      logFormat: 'plain',
+      logHTTPHeaders: 'off',
+      enableShutdownEndpoint: false,
+      enableExternalProfiles: false,
+      outboundConnectTimeout: '1000ms',
+      inboundConnectTimeout: '100ms',
+      outboundDiscoveryCacheUnusedTimeout: '5s',
+      inboundDiscoveryCacheUnusedTimeout: '90s',
+      disableOutboundProtocolDetectTimeout: false,
+      disableInboundProtocolDetectTimeout: false,
+      cores: null,
+      runtime: { workers: { minimum: 1, maximum: null, maximumCPURatio: null } },
+      resources: { cpu: emptyResource(), memory: emptyResource(), 'ephemeral-storage': emptyResource() },
+      uid: 2102,
+      gid: -1,
+      securityContext: {},
+      waitBeforeExitSeconds: 0,
+      await: true,
+      requireIdentityOnInboundPorts: '',
+      opaquePorts: '25,587,3306,4444,5432,6379,9300,11211',
+      shutdownGracePeriod: '',
+      defaultInboundPolicy: 'all-unauthenticated',
+      nativeSidecar: false,
+      livenessProbe: { initialDelaySeconds: 10, timeoutSeconds: 1 },
+      readinessProbe: { initialDelaySeconds: 2, timeoutSeconds: 1 },
+      startupProbe: { initialDelaySeconds: 0, periodSeconds: 1, failureThreshold: 120 },
+      control: { streams: { initialTimeout: '3s', idleTimeout: '5m', lifetime: '1h' } },
+      metrics: { hostnameLabels: false },
+      tracing: {
+        enabled: false,
+        traceServiceName: 'linkerd-proxy',
+        labels: {
+          'k8s.pod.ip': '$(_pod_ip)',
+          'k8s.pod.uid': '$(_pod_uid)',
+          'k8s.container.name': '$(_pod_containerName)',
+        },
+        collector: { endpoint: '', meshIdentity: { serviceAccountName: '', namespace: '' } },
+      },
+      inbound: keepAlive(),
+      outbound: keepAlive(),
+      additionalEnv: [],
+      experimentalEnv: [],
+      accessLog: '',
+    },
+    proxyInit: {
+      iptablesMode: 'legacy',
+      ignoreInboundPorts: '4567,4568',
+      ignoreOutboundPorts: '4567,4568',
+      skipSubnets: '',
+      logLevel: '',
+      logFormat: '',
+      closeWaitTimeoutSecs: 0,
+      privileged: false,
+      runAsRoot: false,
+      runAsUser: 65534,
+      runAsGroup: 65534,
+      xtMountPath: { mountPath: '/run', name: 'linkerd-proxy-init-xtables-lock' },
+    },
+    networkValidator: {
+      logLevel: 'debug',
+      logFormat: 'plain',
+      connectAddr: '',
+      listenAddr: '',
+      timeout: '10s',
+      securityContext: {
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+        readOnlyRootFilesystem: true,
+        runAsGroup: 65534,
+        runAsNonRoot: true,
+        runAsUser: 65534,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+    },
+    identity: { serviceAccountTokenProjection: true },
+    debugContainer: { image: { name: 'cr.l5d.io/linkerd/debug', pullPolicy: '', version: '' } },
+  };
+}
+
+type Kind = 'string' | 'number' | 'boolean' | 'map' | 'list';
+
+/**
+ * Keys whose default is null or absent, so their type cannot be read off the defaults, and maps that a values
+ * document replaces whole (Linkerd reads them from the document alone, so its defaults never mix in).
+ */
+const DECLARED: Record<string, { kind: Kind; replace?: boolean }> = {
+  'proxy.cores': { kind: 'number' },
+  'proxy.runtime.workers.minimum': { kind: 'number' },
+  'proxy.runtime.workers.maximum': { kind: 'number' },
+  'proxy.runtime.workers.maximumCPURatio': { kind: 'number' },
+  'proxy.tracing': { kind: 'map' },
+  'proxy.tracing.protocol': { kind: 'string' },
+  'proxy.inbound': { kind: 'map', replace: true },
+  'proxy.outbound': { kind: 'map', replace: true },
+  'proxy.securityContext': { kind: 'map', replace: true },
+  'networkValidator.securityContext': { kind: 'map', replace: true },
+};
+
+function kindOf(value: unknown): Kind | 'null' {
+  if (value === null || value === undefined) return 'null';
+  if (Array.isArray(value)) return 'list';
+  if (typeof value === 'object') return 'map';
+  if (typeof value === 'string') return 'string';
+  if (typeof value === 'number') return 'number';
+  if (typeof value === 'boolean') return 'boolean';
+  return 'string';
+}
+
+function isMap(value: unknown): value is Record<string, unknown> {
+  return kindOf(value) === 'map';
+}
+
+/**
+ * Merges `given` over `base` in place, checking each known key's type. Strings accept numbers and booleans (YAML
+ * `ignoreInboundPorts: 4567` means the string "4567", as Linkerd reads it); a null leaves the default in place.
+ */
+function mergeInto(base: Record<string, unknown>, given: Record<string, unknown>, path: string): void {
+  for (const [key, value] of Object.entries(given)) {
+    const at = path ? `${path}.${key}` : key;
+    if (value === null || value === undefined) continue;
+    const declared = DECLARED[at];
+    const current = base[key];
+    const expected: Kind | 'null' = declared?.kind ?? kindOf(current);
+    if (expected === 'null' && !(key in base)) {
+      base[key] = value; // a key the injector does not read: kept, never interpreted
+      continue;
+    }
+    const actual = kindOf(value);
+    if (expected === 'string' && (actual === 'number' || actual === 'boolean')) {
+      base[key] = String(value);
+    } else if (expected === 'number' && actual === 'number' && !Number.isFinite(value as number)) {
+      throw invalid(at, 'a finite number', value);
+    } else if (expected === 'map' && actual === 'map') {
+      if (declared?.replace || !isMap(current)) base[key] = structuredClone(value);
+      else mergeInto(current, value as Record<string, unknown>, at);
+    } else if (expected === actual || expected === 'null') {
+      base[key] = structuredClone(value);
+    } else {
+      throw invalid(at, expected === 'map' ? 'a map' : expected === 'list' ? 'a list' : `a ${expected}`, value);
+    }
+  }
+}
+
+function invalid(path: string, expected: string, value: unknown): EngineError {
+  const shown = JSON.stringify(value);
+  const got = kindOf(value);
+  return new EngineError(
+    'INVALID_VALUES',
+    `Linkerd values: ${path} must be ${expected}, got ${got === 'map' || got === 'list' ? `a ${got}` : shown}`,
+  );
+}
+
+function checkEnvList(list: unknown[], path: string): void {
+  list.forEach((entry, i) => {
+    if (!isMap(entry) || typeof entry['name'] !== 'string' || entry['name'] === '') {
+      throw new EngineError('INVALID_VALUES', `Linkerd values: ${path}[${i}] must be an env var with a non-empty name`);
+    }
+  });
+}
+
+/**
+ * Reads a Linkerd values YAML document (for instance the `values` key of the `linkerd-config` ConfigMap) and merges it
+ * over the embedded defaults. YAML 1.1 scalars are used, as Kubernetes and Helm read them. Throws an
+ * `EngineError('INVALID_VALUES')` naming the offending key when the document is not usable.
+ */
+export function loadValues(yamlText: string): LinkerdValues {
+  let doc: unknown;
+  try {
+    doc = parseYaml(yamlText, { version: '1.1', uniqueKeys: false, maxAliasCount: 1000 });
+  } catch (err) {
+    throw new EngineError('INVALID_VALUES', `Linkerd values are not valid YAML: ${(err as Error).message}`);
+  }
+  return mergeValues(doc);
+}
+
+/** Merges an already-parsed values document (a plain object, or null for "none") over the embedded defaults. */
+export function mergeValues(doc: unknown): LinkerdValues {
+  const values = defaultValues();
+  if (doc === null || doc === undefined) return values;
+  if (!isMap(doc)) {
+    throw new EngineError('INVALID_VALUES', `Linkerd values must be a YAML map, got ${kindOf(doc)}`);
+  }
+  mergeInto(values as unknown as Record<string, unknown>, doc, '');
+  checkEnvList(values.proxy.additionalEnv, 'proxy.additionalEnv');
+  checkEnvList(values.proxy.experimentalEnv, 'proxy.experimentalEnv');
+  checkValues(values);
+  return values;
+}
+
+/** An IPv4 or IPv6 network in CIDR notation, e.g. "10.0.0.0/8" or "fd00::/8". */
+export function isCidr(text: string): boolean {
+  const slash = text.indexOf('/');
+  if (slash < 0) return false;
+  const ip = text.slice(0, slash);
+  const bits = text.slice(slash + 1);
+  const family = isIP(ip);
+  if (family === 0 || !/^\d{1,3}$/.test(bits)) return false;
+  return Number(bits) <= (family === 4 ? 32 : 128);
+}
+
+const isPort = (n: number): boolean => Number.isInteger(n) && n >= 1 && n <= 65535;
+
+/**
+ * Refuses values that Linkerd's templates would refuse to render, or that would give every injected pod an invalid
+ * spec, naming the key so the operator can fix the configuration.
+ */
+export function checkValues(values: LinkerdValues): void {
+  const fail = (message: string): never => {
+    throw new EngineError('INVALID_VALUES', `Linkerd values: ${message}`);
+  };
+  const mode = values.proxyInit.iptablesMode;
+  if (mode !== 'nft' && mode !== 'legacy' && mode !== '') {
+    fail(`proxyInit.iptablesMode must be "nft" or "legacy", got ${JSON.stringify(mode)}`);
+  }
+  const headers = values.proxy.logHTTPHeaders;
+  if (headers !== 'insecure' && headers !== 'off' && headers !== '') {
+    fail(`proxy.logHTTPHeaders must be "insecure" or "off", got ${JSON.stringify(headers)}`);
+  }
+  if (values.proxyInit.closeWaitTimeoutSecs > 0 && !values.proxyInit.runAsRoot) {
+    fail('proxyInit.closeWaitTimeoutSecs needs proxyInit.runAsRoot: true');
+  }
+  const tracing = values.proxy.tracing;
+  if (tracing?.enabled) {
+    if (!tracing.collector?.endpoint) fail('proxy.tracing.collector.endpoint is required when tracing is enabled');
+    const mesh = tracing.collector.meshIdentity;
+    if (!mesh?.serviceAccountName || !mesh?.namespace) {
+      fail('proxy.tracing.collector.meshIdentity.serviceAccountName and .namespace are required when tracing is enabled');
+    }
+  }
+  for (const network of values.clusterNetworks.replace(/^,+|,+$/g, '').split(',')) {
+    if (!isCidr(network.trim())) fail(`clusterNetworks: ${JSON.stringify(network)} is not a CIDR`);
+  }
+  for (const [name, port] of Object.entries(values.proxy.ports)) {
+    if (!isPort(port)) fail(`proxy.ports.${name} must be a port number (1-65535), got ${port}`);
+  }
+  if (!Number.isInteger(values.proxy.uid) || values.proxy.uid < 0) fail(`proxy.uid must be a user ID, got ${values.proxy.uid}`);
+  if (!Number.isInteger(values.proxy.gid) || values.proxy.gid < -1) fail(`proxy.gid must be a group ID or -1, got ${values.proxy.gid}`);
+}
+
+/** Returns a copy of `values` whose trust anchors are exactly `pem` (the trust-roots file replaces the values' own). */
+export function withTrustAnchors(values: LinkerdValues, pem: string): LinkerdValues {
+  return { ...values, identityTrustAnchorsPEM: pem };
+}

@@ -1,0 +1,91 @@
+/** Where each workload kind keeps its pod template, and the JSON-patch prefix that reaches it. */
+import { EngineError } from './errors.js';
+import { isObject, type KubeObject, type ObjectMeta, type PodTemplate } from './k8s.js';
+
+/** Kinds whose objects carry a pod template, lowercased as the engine reports them. */
+export const WORKLOAD_KINDS = [
+  'pod',
+  'deployment',
+  'replicaset',
+  'replicationcontroller',
+  'statefulset',
+  'daemonset',
+  'job',
+  'cronjob',
+] as const;
+export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
+
+/** The pointer prefix of the pod template inside each kind's object. */
+export function templatePrefix(kind: WorkloadKind): string {
+  if (kind === 'pod') return '';
+  if (kind === 'cronjob') return '/spec/jobTemplate/spec/template';
+  return '/spec/template';
+}
+
+export function isWorkloadKind(kind: string): kind is WorkloadKind {
+  return (WORKLOAD_KINDS as readonly string[]).includes(kind);
+}
+
+export interface Located {
+  /** Lowercased kind: from the object when it names one, else the kind the caller gave. */
+  kind: string;
+  /** The object's name, or its generateName for a pod that has no name yet. */
+  name: string;
+  /** The object's own namespace ("" when it has none). */
+  namespace: string;
+  /** The pod template, when the kind has one (a Pod is its own template). */
+  template?: PodTemplate;
+  /** The JSON-pointer prefix of the template; "" for a Pod. */
+  prefix: string;
+}
+
+/** Annotation and label maps as strings, the way the API server stores them (YAML `true` becomes "true"). */
+export function stringMap(value: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!isObject(value)) return out;
+  for (const [k, v] of Object.entries(value)) {
+    if (v === null || v === undefined) out[k] = '';
+    else out[k] = typeof v === 'string' ? v : typeof v === 'object' ? JSON.stringify(v) : String(v);
+  }
+  return out;
+}
+
+function walk(root: unknown, path: readonly string[]): unknown {
+  let at = root;
+  for (const key of path) {
+    if (!isObject(at)) return undefined;
+    at = at[key];
+  }
+  return at;
+}
+
+/**
+ * Finds the kind, name and pod template of an object. Throws `INVALID_OBJECT` when the value is not a Kubernetes
+ * object, or when a workload kind has no pod template (a Pod without `spec` is still a Pod).
+ */
+export function locate(object: unknown, fallbackKind?: string): Located {
+  if (!isObject(object)) {
+    throw new EngineError('INVALID_OBJECT', 'the object is not a JSON object');
+  }
+  const obj = object as KubeObject;
+  const declared = typeof obj.kind === 'string' && obj.kind !== '' ? obj.kind : (fallbackKind ?? '');
+  const kind = declared.toLowerCase();
+  const meta: ObjectMeta = isObject(obj.metadata) ? obj.metadata : {};
+  const name = typeof meta.name === 'string' && meta.name !== '' ? meta.name : (meta.generateName ?? '');
+  const namespace = typeof meta.namespace === 'string' ? meta.namespace : '';
+  if (!isWorkloadKind(kind)) return { kind, name: String(name), namespace, prefix: '' };
+
+  if (kind === 'pod') {
+    return { kind, name: String(name), namespace, template: obj as PodTemplate, prefix: '' };
+  }
+  const templatePath =
+    kind === 'cronjob' ? ['spec', 'jobTemplate', 'spec', 'template'] : ['spec', 'template'];
+  const template = walk(obj, templatePath);
+  if (!isObject(template)) {
+    throw new EngineError(
+      'INVALID_OBJECT',
+      `${declared} ${String(name) || '(unnamed)'} has no pod template at ${templatePath.join('.')}`,
+    );
+  }
+  return { kind, name: String(name), namespace, template: template as PodTemplate, prefix: templatePrefix(kind) };
+}

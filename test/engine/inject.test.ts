@@ -1,0 +1,458 @@
+import { describe, expect, it } from 'vitest';
+import { EngineError, inject, podPatch, trustRootSha256 } from '../../src/engine/index.js';
+import { applied, names, pod, testConfig, testValues, TRUST_ANCHORS } from '../support/engine.js';
+
+type Obj = Record<string, any>;
+
+function injectPod(p: Obj, change?: Parameters<typeof testConfig>[0], nsAnnotations: Record<string, string> = {}) {
+  return inject({ object: p, kind: 'Pod', namespace: 'shop', namespaceAnnotations: nsAnnotations, config: testConfig(change) });
+}
+
+const enabledPod = (annotations: Record<string, string> = {}, spec?: Obj): Obj =>
+  pod({ annotations: { 'linkerd.io/inject': 'enabled', ...annotations }, ...(spec && { spec }) });
+
+describe('placement of the proxy and the init container', () => {
+  it('classic sidecar (embedded default): proxy first in containers with the linkerd-await postStart hook', () => {
+    const result = injectPod(enabledPod());
+    const after = applied(enabledPod(), result.patch) as Obj;
+    expect(names(after.spec.containers)).toEqual(['linkerd-proxy', 'app']);
+    expect(names(after.spec.initContainers)).toEqual(['linkerd-init']);
+    const proxy = after.spec.containers[0];
+    expect(proxy.lifecycle).toEqual({
+      postStart: { exec: { command: ['/usr/lib/linkerd/linkerd-await', '--timeout=2m', '--port=4191'] } },
+    });
+    expect(proxy.startupProbe).toBeUndefined();
+    expect(proxy.restartPolicy).toBeUndefined();
+    expect(result.proxy).toEqual({ nativeSidecar: false, await: true, cni: false, placement: 'containers[0]' });
+  });
+
+  it('await disabled: no hook, and the proxy goes last', () => {
+    const p = enabledPod({ 'config.linkerd.io/proxy-await': 'disabled' });
+    const after = applied(p, injectPod(p).patch) as Obj;
+    expect(names(after.spec.containers)).toEqual(['app', 'linkerd-proxy']);
+    expect(after.spec.containers[1].lifecycle).toBeUndefined();
+  });
+
+  it('await disabled by the namespace applies to pods that do not say otherwise', () => {
+    const p = enabledPod();
+    const result = injectPod(p, undefined, { 'config.linkerd.io/proxy-await': 'disabled' });
+    const after = applied(p, result.patch) as Obj;
+    expect(names(after.spec.containers)).toEqual(['app', 'linkerd-proxy']);
+    expect(after.metadata.annotations['config.linkerd.io/proxy-await']).toBe('disabled');
+  });
+
+  it('user init containers run before linkerd-init in classic mode (appended)', () => {
+    const spec = { initContainers: [{ name: 'migrate', image: 'm' }], containers: [{ name: 'app', image: 'a' }] };
+    const p = enabledPod({}, spec);
+    const after = applied(p, injectPod(p).patch) as Obj;
+    expect(names(after.spec.initContainers)).toEqual(['migrate', 'linkerd-init']);
+  });
+
+  it('native sidecar from the values: linkerd-init then the proxy ahead of user init containers', () => {
+    const spec = { initContainers: [{ name: 'migrate', image: 'm' }], containers: [{ name: 'app', image: 'a' }] };
+    const p = enabledPod({}, spec);
+    const result = injectPod(p, (v) => (v.proxy.nativeSidecar = true));
+    const after = applied(p, result.patch) as Obj;
+    expect(names(after.spec.initContainers)).toEqual(['linkerd-init', 'linkerd-proxy', 'migrate']);
+    expect(names(after.spec.containers)).toEqual(['app']);
+    const proxy = after.spec.initContainers[1];
+    expect(proxy.restartPolicy).toBe('Always');
+    expect(proxy.lifecycle).toBeUndefined();
+    expect(proxy.startupProbe).toEqual({
+      httpGet: { path: '/ready', port: 4191 },
+      initialDelaySeconds: 0,
+      periodSeconds: 1,
+      failureThreshold: 120,
+    });
+    expect(result.proxy?.placement).toBe('initContainers[1]');
+  });
+
+  it('native sidecar asked for by the pod annotation alone', () => {
+    const p = enabledPod({ 'config.linkerd.io/proxy-enable-native-sidecar': 'true' });
+    const after = applied(p, injectPod(p).patch) as Obj;
+    expect(names(after.spec.initContainers)).toEqual(['linkerd-init', 'linkerd-proxy']);
+  });
+
+  it('native without await: no startupProbe; waitBeforeExitSeconds is ignored', () => {
+    const p = enabledPod({
+      'config.linkerd.io/proxy-enable-native-sidecar': 'true',
+      'config.linkerd.io/proxy-await': 'disabled',
+      'config.alpha.linkerd.io/proxy-wait-before-exit-seconds': '30',
+    });
+    const proxy = (applied(p, injectPod(p).patch) as Obj).spec.initContainers[1];
+    expect(proxy.startupProbe).toBeUndefined();
+    expect(proxy.lifecycle).toBeUndefined();
+  });
+
+  it('classic mode with wait-before-exit adds a preStop sleep next to the await hook', () => {
+    const p = enabledPod({ 'config.alpha.linkerd.io/proxy-wait-before-exit-seconds': '30' });
+    const proxy = (applied(p, injectPod(p).patch) as Obj).spec.containers[0];
+    expect(proxy.lifecycle.preStop).toEqual({ exec: { command: ['/bin/sleep', '30'] } });
+    expect(proxy.lifecycle.postStart.exec.command[0]).toBe('/usr/lib/linkerd/linkerd-await');
+  });
+});
+
+describe('linkerd-init versus the network validator', () => {
+  it('cniEnabled false: linkerd-init with legacy iptables by default, and the xtables lock volume', () => {
+    const result = injectPod(enabledPod());
+    const after = applied(enabledPod(), result.patch) as Obj;
+    const init = after.spec.initContainers[0];
+    expect(init.name).toBe('linkerd-init');
+    expect(init.args).toEqual([
+      '--ipv6=false',
+      '--incoming-proxy-port',
+      '4143',
+      '--outgoing-proxy-port',
+      '4140',
+      '--proxy-uid',
+      '2102',
+      '--inbound-ports-to-ignore',
+      '4190,4191,4567,4568',
+      '--outbound-ports-to-ignore',
+      '4567,4568',
+    ]);
+    expect(init.securityContext.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW'] });
+    expect(names(after.spec.volumes)).toEqual([
+      'linkerd-proxy-init-xtables-lock',
+      'linkerd-identity-end-entity',
+      'linkerd-identity-token',
+    ]);
+  });
+
+  it('iptablesMode nft adds the nft binaries', () => {
+    const result = injectPod(enabledPod(), (v) => (v.proxyInit.iptablesMode = 'nft'));
+    const init = (applied(enabledPod(), result.patch) as Obj).spec.initContainers[0];
+    expect(init.args.slice(0, 4)).toEqual([
+      '--firewall-bin-path',
+      'iptables-nft',
+      '--firewall-save-bin-path',
+      'iptables-nft-save',
+    ]);
+  });
+
+  it('cniEnabled true: linkerd-network-validator instead, no xtables volume, proxy still first', () => {
+    const result = injectPod(enabledPod(), (v) => (v.cniEnabled = true));
+    const after = applied(enabledPod(), result.patch) as Obj;
+    expect(names(after.spec.initContainers)).toEqual(['linkerd-network-validator']);
+    expect(names(after.spec.containers)).toEqual(['linkerd-proxy', 'app']);
+    const validator = after.spec.initContainers[0];
+    expect(validator.command).toEqual(['/usr/lib/linkerd/linkerd2-network-validator']);
+    expect(validator.args).toEqual([
+      '--log-format', 'plain', '--log-level', 'debug',
+      '--connect-addr', '1.1.1.1:20001', '--listen-addr', '0.0.0.0:4140', '--timeout', '10s',
+    ]);
+    expect(validator.securityContext.capabilities).toEqual({ drop: ['ALL'] });
+    expect(names(after.spec.volumes)).not.toContain('linkerd-proxy-init-xtables-lock');
+    expect(result.added.initContainers).toEqual(['linkerd-network-validator']);
+  });
+
+  it('with IPv6 enabled the validator and the proxy listen on both families', () => {
+    const result = injectPod(enabledPod(), (v) => {
+      v.cniEnabled = true;
+      v.disableIPv6 = false;
+    });
+    const after = applied(enabledPod(), result.patch) as Obj;
+    expect(after.spec.initContainers[0].args).toContain('[fd00::1]:20001');
+    const env = Object.fromEntries(after.spec.containers[0].env.map((e: Obj) => [e.name, e.value]));
+    expect(env['LINKERD2_PROXY_OUTBOUND_LISTEN_ADDRS']).toBe('127.0.0.1:4140,[::1]:4140');
+    expect(env['LINKERD2_PROXY_INBOUND_LISTEN_ADDR']).toBe('[::]:4143');
+  });
+});
+
+describe('operation order and paths', () => {
+  it('follows Linkerd: metadata, annotations sorted, labels sorted, roots, init, volumes, proxy', () => {
+    const result = inject({
+      object: enabledPod({}, { containers: [{ name: 'app', image: 'a', ports: [{ containerPort: 3306 }] }] }),
+      kind: 'Pod',
+      namespace: 'shop',
+      owner: { kind: 'deployment', name: 'web' },
+      namespaceAnnotations: { 'config.linkerd.io/skip-outbound-ports': '5432' },
+      config: testConfig(),
+    });
+    expect(result.patch.map((op) => op.path)).toEqual([
+      '/metadata/annotations/config.linkerd.io~1opaque-ports',
+      '/metadata/annotations/config.linkerd.io~1skip-outbound-ports',
+      '/metadata/annotations/linkerd.io~1created-by',
+      '/metadata/annotations/linkerd.io~1proxy-version',
+      '/metadata/annotations/linkerd.io~1trust-root-sha256',
+      '/metadata/labels',
+      '/metadata/labels/linkerd.io~1control-plane-ns',
+      '/metadata/labels/linkerd.io~1proxy-deployment',
+      '/metadata/labels/linkerd.io~1workload-ns',
+      '/spec/volumes',
+      '/spec/initContainers',
+      '/spec/volumes/-',
+      '/spec/initContainers/-',
+      '/spec/volumes/-',
+      '/spec/volumes/-',
+      '/spec/containers/0',
+    ]);
+    expect(result.patch.every((op) => op.op === 'add')).toBe(true);
+    expect(result.added.annotations['config.linkerd.io/opaque-ports']).toBe('3306');
+    expect(result.added.labels).toEqual({
+      'linkerd.io/control-plane-ns': 'linkerd',
+      'linkerd.io/proxy-deployment': 'web',
+      'linkerd.io/workload-ns': 'shop',
+    });
+  });
+
+  it('the debug sidecar is appended before the proxy op, so it ends up last', () => {
+    const p = enabledPod({ 'config.linkerd.io/enable-debug-sidecar': 'true' });
+    const after = applied(p, injectPod(p).patch) as Obj;
+    expect(names(after.spec.containers)).toEqual(['linkerd-proxy', 'app', 'linkerd-debug']);
+    expect(after.spec.containers[2].image).toBe('cr.l5d.io/linkerd/debug:edge-26.8.3');
+  });
+
+  it('existing maps and arrays are never replaced', () => {
+    const p = pod({
+      annotations: { 'linkerd.io/inject': 'enabled', team: 'payments' },
+      labels: { app: 'web' },
+      spec: {
+        initContainers: [{ name: 'setup', image: 's' }],
+        volumes: [{ name: 'data', emptyDir: {} }],
+        containers: [{ name: 'app', image: 'a' }],
+      },
+    });
+    const result = injectPod(p);
+    const roots = result.patch.filter((op) => !/\/(\d+|-)$/.test(op.path) && op.path.split('/').length <= 3);
+    expect(roots).toEqual([]);
+    const after = applied(p, result.patch) as Obj;
+    expect(after.metadata.annotations.team).toBe('payments');
+    expect(after.metadata.labels.app).toBe('web');
+    expect(names(after.spec.volumes)[0]).toBe('data');
+    expect(names(after.spec.initContainers)[0]).toBe('setup');
+  });
+
+  it('adds missing parents: no metadata maps, no spec lists, even no spec', () => {
+    const bare = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' } };
+    const result = inject({
+      object: bare,
+      kind: 'Pod',
+      namespace: 'shop',
+      namespaceAnnotations: { 'linkerd.io/inject': 'enabled' },
+      config: testConfig(),
+    });
+    expect(result.outcome).toBe('injected');
+    const after = applied(bare, result.patch) as Obj;
+    expect(names(after.spec.containers)).toEqual(['linkerd-proxy']);
+    expect(after.metadata.annotations['linkerd.io/inject']).toBe('enabled');
+  });
+
+  it('escapes "~" and "/" in keys and keeps any annotation value as valid JSON', () => {
+    const nasty = 'a "quoted" \\ value\nwith newline and </script>';
+    const result = inject({
+      object: enabledPod(),
+      kind: 'Pod',
+      namespace: 'shop',
+      namespaceAnnotations: { 'config.linkerd.io/access-log': nasty },
+      config: testConfig(),
+    });
+    const json = JSON.stringify(result.patch);
+    expect(JSON.parse(json)).toEqual(result.patch);
+    const op = result.patch.find((o) => o.path.endsWith('access-log'));
+    expect(op?.value).toBe(nasty);
+    const after = applied(enabledPod(), result.patch) as Obj;
+    expect(after.metadata.annotations['config.linkerd.io/access-log']).toBe(nasty);
+  });
+
+  it('owner labels only for the kinds Linkerd labels', () => {
+    for (const [kind, labelled] of [
+      ['deployment', true], ['replicaset', true], ['statefulset', true], ['daemonset', true], ['job', true],
+      ['replicationcontroller', true], ['cronjob', false], ['pod', false], ['rollout', false],
+    ] as const) {
+      const result = inject({ object: enabledPod(), kind: 'Pod', namespace: 'shop', owner: { kind, name: 'o' }, config: testConfig() });
+      expect(`linkerd.io/proxy-${kind}` in result.added.labels, kind).toBe(labelled);
+    }
+  });
+});
+
+describe('annotations and identity', () => {
+  it('annotates created-by, proxy version and the SHA-256 of the exact trust anchors', () => {
+    const result = injectPod(enabledPod());
+    expect(result.added.annotations).toEqual({
+      'linkerd.io/created-by': 'linkerd/proxy-injector edge-26.8.3',
+      'linkerd.io/proxy-version': 'edge-26.8.3',
+      'linkerd.io/trust-root-sha256': trustRootSha256(TRUST_ANCHORS),
+    });
+    expect(trustRootSha256('IdentityTrustAnchorsPEM')).toBe('5090806bcf2daff5d54739ba02a8e7b919f7e62b2a46757e11089c916ec97fc2');
+  });
+
+  it('the proxy-version override changes the image tag and the annotation together', () => {
+    const p = enabledPod({ 'config.linkerd.io/proxy-version': 'stable-2.14.10' });
+    const result = injectPod(p);
+    const after = applied(p, result.patch) as Obj;
+    expect(after.spec.containers[0].image).toBe('cr.l5d.io/linkerd/proxy:stable-2.14.10');
+    expect(after.spec.initContainers[0].image).toBe('cr.l5d.io/linkerd/proxy:stable-2.14.10');
+    expect(after.metadata.annotations['linkerd.io/proxy-version']).toBe('stable-2.14.10');
+  });
+
+  it('copies the service-account token mount and capabilities of the first container', () => {
+    const spec = {
+      containers: [
+        {
+          name: 'app',
+          image: 'a',
+          securityContext: { capabilities: { add: ['SYS_TIME'], drop: ['ALL', 'NET_RAW'] } },
+          volumeMounts: [{ name: 'kube-api-access-x', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true }],
+        },
+      ],
+    };
+    const p = enabledPod({}, spec);
+    const after = applied(p, injectPod(p).patch) as Obj;
+    const [proxy] = after.spec.containers;
+    const [init] = after.spec.initContainers;
+    const saMount = { mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', name: 'kube-api-access-x', readOnly: true };
+    expect(proxy.volumeMounts.at(-1)).toEqual(saMount);
+    expect(init.volumeMounts.at(-1)).toEqual(saMount);
+    expect(proxy.securityContext.capabilities).toEqual({ add: ['SYS_TIME'], drop: ['ALL', 'NET_RAW'] });
+    expect(init.securityContext.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW', 'SYS_TIME'], drop: ['ALL'] });
+  });
+
+  it('refuses to build a patch without trust anchors, naming what is missing', () => {
+    expect(() =>
+      inject({ object: enabledPod(), kind: 'Pod', config: testConfig((v) => (v.identityTrustAnchorsPEM = '  \n')) }),
+    ).toThrowError(expect.objectContaining({ code: 'MISSING_TRUST_ANCHORS' }) as EngineError);
+  });
+
+  it('proxy resources from annotations apply to linkerd-init too, with worker cores', () => {
+    const p = enabledPod({ 'config.linkerd.io/proxy-cpu-request': '1500m', 'config.linkerd.io/proxy-memory-limit': '256Mi' });
+    const after = applied(p, injectPod(p).patch) as Obj;
+    const expected = { limits: { memory: '256Mi' }, requests: { cpu: '1500m' } };
+    expect(after.spec.containers[0].resources).toEqual(expected);
+    expect(after.spec.initContainers[0].resources).toEqual(expected);
+    const env = Object.fromEntries(after.spec.containers[0].env.map((e: Obj) => [e.name, e.value]));
+    expect([env['LINKERD2_PROXY_CORES'], env['LINKERD2_PROXY_CORES_MIN']]).toEqual(['2', '2']);
+  });
+
+  it('a proxy uid above a million is written in plain decimal (OpenShift ranges)', () => {
+    const p = enabledPod({ 'config.linkerd.io/proxy-uid': '1000700000' });
+    const after = applied(p, injectPod(p).patch) as Obj;
+    expect(after.spec.initContainers[0].args).toContain('1000700000');
+    expect(after.spec.containers[0].securityContext.runAsUser).toBe(1000700000);
+  });
+
+  it('reports ignored annotation values as warnings and keeps the defaults', () => {
+    const p = enabledPod({ 'config.linkerd.io/admin-port': '99999', 'config.linkerd.io/proxy-log-http-headers': 'loud' });
+    const result = injectPod(p);
+    expect(result.warnings).toHaveLength(2);
+    expect(result.warnings[0]).toContain('config.linkerd.io/admin-port');
+    const after = applied(p, result.patch) as Obj;
+    expect(after.spec.containers[0].ports[1]).toEqual({ containerPort: 4191, name: 'linkerd-admin' });
+  });
+});
+
+describe('decisions from the webhook', () => {
+  it('skips a pod without the annotation, with the reason, and adds nothing but opaque ports', () => {
+    const p = pod({ spec: { containers: [{ name: 'db', image: 'pg', ports: [{ containerPort: 5432 }] }] } });
+    const result = injectPod(p);
+    expect(result.outcome).toBe('annotated');
+    expect(result.reasons.map((r) => r.code)).toEqual(['injection_enable_annotation_absent']);
+    expect(result.patch).toEqual([
+      { op: 'add', path: '/metadata/annotations', value: {} },
+      { op: 'add', path: '/metadata/annotations/config.linkerd.io~1opaque-ports', value: '5432' },
+    ]);
+  });
+
+  it('skips with no patch at all when there is nothing to annotate', () => {
+    const result = injectPod(pod({ annotations: { 'linkerd.io/inject': 'disabled' } }), undefined, { 'linkerd.io/inject': 'enabled' });
+    expect(result.outcome).toBe('skipped');
+    expect(result.patch).toEqual([]);
+    expect(result.reasons.map((r) => r.code)).toEqual(['injection_disable_annotation_present']);
+    expect(result.annotationAt).toBe('workload');
+  });
+
+  it('hostNetwork pods are never injected', () => {
+    const p = enabledPod({}, { hostNetwork: true, containers: [{ name: 'a', image: 'a' }] });
+    expect(injectPod(p).reasons.map((r) => r.code)).toEqual(['host_network_enabled']);
+  });
+
+  it('a pod that already has a proxy is not injected twice', () => {
+    const p = enabledPod();
+    const once = applied(p, injectPod(p).patch);
+    const again = injectPod(once as Obj);
+    expect(again.outcome).not.toBe('injected');
+    expect(again.reasons.map((r) => r.code)).toContain('sidecar_already_exists');
+  });
+
+  it('the same in native mode, where the proxy is an init container', () => {
+    const p = enabledPod();
+    const once = applied(p, injectPod(p, (v) => (v.proxy.nativeSidecar = true)).patch);
+    expect(injectPod(once as Obj).reasons.map((r) => r.code)).toContain('sidecar_already_exists');
+  });
+
+  it('namespace inheritance copies linkerd.io/inject and proxy annotations into the pod', () => {
+    const result = injectPod(pod(), undefined, { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-log-level': 'debug' });
+    expect(result.annotationAt).toBe('namespace');
+    expect(result.added.annotations['linkerd.io/inject']).toBe('enabled');
+    const after = applied(pod(), result.patch) as Obj;
+    const env = Object.fromEntries(after.spec.containers[0].env.map((e: Obj) => [e.name, e.value]));
+    expect(env['LINKERD2_PROXY_LOG']).toBe('debug,[{headers}]=off,[{request}]=off');
+  });
+
+  it('ingress mode from the namespace value', () => {
+    const result = injectPod(pod(), undefined, { 'linkerd.io/inject': 'ingress' });
+    const env = Object.fromEntries((applied(pod(), result.patch) as Obj).spec.containers[0].env.map((e: Obj) => [e.name, e.value]));
+    expect(env['LINKERD2_PROXY_INGRESS_MODE']).toBe('true');
+  });
+
+  it('records the workload’s own configuration annotations for metrics', () => {
+    const p = enabledPod({ 'config.linkerd.io/proxy-cpu-request': '100m', unrelated: 'x' });
+    expect(injectPod(p).workloadConfiguration).toEqual({ 'config.linkerd.io/proxy-cpu-request': '100m' });
+  });
+
+  it('Services get the opaque-ports annotation from the namespace or the defaults, never a proxy', () => {
+    const svc = { apiVersion: 'v1', kind: 'Service', metadata: { name: 's', annotations: {} }, spec: { ports: [{ port: 5432 }] } };
+    const result = inject({ object: svc, kind: 'Service', config: testConfig() });
+    expect(result.outcome).toBe('annotated');
+    expect(result.reasons.map((r) => r.code)).toEqual(['unsupported_resource']);
+    expect(result.patch).toEqual([{ op: 'add', path: '/metadata/annotations/config.linkerd.io~1opaque-ports', value: '5432' }]);
+  });
+});
+
+describe('workload kinds (manual injection)', () => {
+  const template = { metadata: { labels: { app: 'w' } }, spec: { containers: [{ name: 'app', image: 'a' }] } };
+  it.each([
+    ['Deployment', { spec: { template } }, '/spec/template'],
+    ['StatefulSet', { spec: { template } }, '/spec/template'],
+    ['DaemonSet', { spec: { template } }, '/spec/template'],
+    ['ReplicaSet', { spec: { template } }, '/spec/template'],
+    ['ReplicationController', { spec: { template } }, '/spec/template'],
+    ['Job', { spec: { template } }, '/spec/template'],
+    ['CronJob', { spec: { jobTemplate: { spec: { template } } } }, '/spec/jobTemplate/spec/template'],
+  ])('%s: patch under %s, owner label from the workload', (kind, body, prefix) => {
+    const object = { apiVersion: 'apps/v1', kind, metadata: { name: 'w', namespace: 'shop' }, ...body };
+    const result = inject({ object, origin: 'cli', config: testConfig() });
+    expect(result.outcome).toBe('injected');
+    expect(result.patch.every((op) => op.path.startsWith(`${prefix}/`))).toBe(true);
+    expect(result.added.annotations['linkerd.io/created-by']).toBe('linkerd/cli edge-26.8.3');
+    const labelled = kind !== 'CronJob';
+    expect(`linkerd.io/proxy-${kind.toLowerCase()}` in result.added.labels).toBe(labelled);
+    applied(object, result.patch);
+  });
+
+  it('a CronJob template without metadata gets it added', () => {
+    const object = { kind: 'CronJob', metadata: { name: 'c' }, spec: { jobTemplate: { spec: { template: { spec: { containers: [] } } } } } };
+    const result = inject({ object, origin: 'cli', config: testConfig() });
+    expect(result.patch[0]).toEqual({ op: 'add', path: '/spec/jobTemplate/spec/template/metadata', value: {} });
+    applied(object, result.patch);
+  });
+
+  it('a workload without a pod template is an invalid object, not a crash', () => {
+    expect(() => inject({ object: { kind: 'Deployment', metadata: { name: 'd' } }, config: testConfig() })).toThrowError(
+      /Deployment d has no pod template at spec.template/,
+    );
+  });
+
+  it('the podPatch builder is independent of the decision', () => {
+    const built = podPatch({
+      template: pod() as Obj,
+      prefix: '',
+      values: testValues(),
+      controlPlaneNamespace: 'linkerd',
+      origin: 'webhook',
+      workloadNamespace: 'shop',
+      pendingAnnotations: {},
+    });
+    expect(built.added.containers).toEqual(['linkerd-proxy']);
+  });
+});

@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import { defaultValues, loadValues, mergeValues, withTrustAnchors } from '../../src/engine/index.js';
+
+describe('embedded defaults', () => {
+  it('are Linkerd’s chart defaults with the classic sidecar and legacy iptables', () => {
+    const v = defaultValues();
+    expect(v.proxy.nativeSidecar).toBe(false);
+    expect(v.proxy.await).toBe(true);
+    expect(v.proxyInit.iptablesMode).toBe('legacy');
+    expect(v.cniEnabled).toBe(false);
+    expect(v.disableIPv6).toBe(true);
+    expect(v.proxy.ports).toEqual({ admin: 4191, control: 4190, inbound: 4143, outbound: 4140 });
+    expect(v.proxy.opaquePorts).toBe('25,587,3306,4444,5432,6379,9300,11211');
+    expect(v.identity.serviceAccountTokenProjection).toBe(true);
+  });
+
+  it('are a fresh object each time', () => {
+    const a = defaultValues();
+    a.proxy.ports.admin = 1;
+    expect(defaultValues().proxy.ports.admin).toBe(4191);
+  });
+});
+
+describe('loadValues', () => {
+  it('deep-merges a document over the defaults', () => {
+    const v = loadValues('cniEnabled: true\nproxy:\n  ports:\n    admin: 5191\n  nativeSidecar: true\n');
+    expect(v.cniEnabled).toBe(true);
+    expect(v.proxy.ports).toEqual({ admin: 5191, control: 4190, inbound: 4143, outbound: 4140 });
+    expect(v.proxy.nativeSidecar).toBe(true);
+    expect(v.proxy.logLevel).toBe('warn,linkerd=info,hickory=error');
+  });
+
+  it('an empty document or explicit nulls keep the defaults', () => {
+    expect(loadValues('')).toEqual(defaultValues());
+    expect(loadValues('proxy:\n  cores:\n  logLevel: ~\n').proxy.logLevel).toBe('warn,linkerd=info,hickory=error');
+  });
+
+  it('reads numbers and booleans where strings are expected, as Kubernetes YAML does', () => {
+    const v = loadValues('proxyInit:\n  ignoreOutboundPorts: 443\nproxy:\n  logLevel: true\n');
+    expect(v.proxyInit.ignoreOutboundPorts).toBe('443');
+    expect(v.proxy.logLevel).toBe('true');
+  });
+
+  it('uses YAML 1.1 booleans', () => {
+    expect(loadValues('cniEnabled: yes\n').cniEnabled).toBe(true);
+  });
+
+  it('replaces the proxy parameter maps whole instead of merging them', () => {
+    const v = loadValues('proxy:\n  inbound:\n    server:\n      http2:\n        maxConcurrentStreams: 100\n');
+    expect(v.proxy.inbound).toEqual({ server: { http2: { maxConcurrentStreams: 100 } } });
+    expect(v.proxy.outbound).toEqual({ server: { http2: { keepAliveInterval: '10s', keepAliveTimeout: '3s' } } });
+  });
+
+  it('keeps keys it does not read without interpreting them', () => {
+    const v = loadValues('controllerReplicas: 3\nproxy:\n  outboundTransportMode: transport-header\n') as unknown as Record<string, any>;
+    expect(v['controllerReplicas']).toBe(3);
+    expect(v['proxy']['outboundTransportMode']).toBe('transport-header');
+  });
+
+  it.each([
+    ['not YAML', 'proxy: [unclosed', /not valid YAML/],
+    ['not a map', '- a\n- b\n', /must be a YAML map, got list/],
+    ['a map where a scalar belongs', 'cniEnabled:\n  a: 1\n', /cniEnabled must be a boolean, got a map/],
+    ['a string where a number belongs', 'proxy:\n  ports:\n    admin: "4191"\n', /proxy\.ports\.admin must be a number, got "4191"/],
+    ['a scalar where a map belongs', 'proxy: 3\n', /^Linkerd values: proxy must be a map, got 3$/],
+    ['a list of env without names', 'proxy:\n  additionalEnv:\n    - value: x\n', /proxy\.additionalEnv\[0\] must be an env var/],
+    ['an unknown iptables mode', 'proxyInit:\n  iptablesMode: ebpf\n', /proxyInit\.iptablesMode must be "nft" or "legacy"/],
+    ['an unknown header-logging mode', 'proxy:\n  logHTTPHeaders: all\n', /proxy\.logHTTPHeaders/],
+    ['close-wait without root', 'proxyInit:\n  closeWaitTimeoutSecs: 10\n', /needs proxyInit\.runAsRoot/],
+    ['tracing without a collector', 'proxy:\n  tracing:\n    enabled: true\n', /collector\.endpoint is required/],
+    ['a bad cluster network', 'clusterNetworks: "10.0.0.0/8,banana"\n', /"banana" is not a CIDR/],
+    ['a port out of range', 'proxy:\n  ports:\n    inbound: 70000\n', /proxy\.ports\.inbound must be a port number/],
+  ])('refuses %s with an error naming the key', (_what, yaml, message) => {
+    expect(() => loadValues(yaml)).toThrowError(message);
+    try {
+      loadValues(yaml);
+    } catch (err) {
+      expect((err as { code?: string }).code).toBe('INVALID_VALUES');
+    }
+  });
+
+  it('accepts a complete, valid tracing block', () => {
+    const v = loadValues(
+      'proxy:\n  tracing:\n    enabled: true\n    collector:\n      endpoint: collector.tracing:4317\n      meshIdentity:\n        serviceAccountName: collector\n        namespace: tracing\n',
+    );
+    expect(v.proxy.tracing?.enabled).toBe(true);
+    expect(v.proxy.tracing?.traceServiceName).toBe('linkerd-proxy');
+  });
+
+  it('mergeValues accepts an already-parsed document and null', () => {
+    expect(mergeValues(null)).toEqual(defaultValues());
+    expect(mergeValues({ clusterDomain: 'example.org' }).clusterDomain).toBe('example.org');
+  });
+
+  it('withTrustAnchors replaces the anchors without touching the rest', () => {
+    const base = defaultValues();
+    const v = withTrustAnchors(base, 'PEM');
+    expect(v.identityTrustAnchorsPEM).toBe('PEM');
+    expect(base.identityTrustAnchorsPEM).toBe('');
+  });
+});
