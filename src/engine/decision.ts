@@ -1,6 +1,6 @@
 /** Whether an object may be injected: Linkerd's skip reasons, in Linkerd's order, with its codes and texts. */
 import { INJECT_ANNOTATION, INJECT_DISABLED, INJECT_ENABLED, INJECT_INGRESS, SERVICE_ACCOUNT_MOUNT_PATH } from './names.js';
-import type { Container, PodSpec } from './k8s.js';
+import { objectsIn, type Container, type ContainerPort, type PodSpec, type VolumeMount } from './k8s.js';
 
 export type SkipReasonCode =
   | 'host_network_enabled'
@@ -100,15 +100,22 @@ function isProxyInit(c: Container): boolean {
 
 /** A Linkerd or Istio proxy already in the pod (in either container list), or their iptables init container. */
 export function hasExistingSidecar(spec: PodSpec): boolean {
-  const containers = Array.isArray(spec.containers) ? spec.containers : [];
-  const inits = Array.isArray(spec.initContainers) ? spec.initContainers : [];
+  const containers = objectsIn<Container>(spec.containers);
+  const inits = objectsIn<Container>(spec.initContainers);
   return containers.some(isProxy) || inits.some(isProxy) || inits.some(isProxyInit);
+}
+
+/** The first app container, whose capabilities and token mount Linkerd copies; none when it is not an object. */
+export function firstContainer(spec: PodSpec): Container | undefined {
+  const first: unknown = Array.isArray(spec.containers) ? spec.containers[0] : undefined;
+  return typeof first === 'object' && first !== null && !Array.isArray(first) ? (first as Container) : undefined;
 }
 
 /** Any app container (not an init container) that declares a UDP port. */
 export function hasUdpPorts(spec: PodSpec): boolean {
-  const containers = Array.isArray(spec.containers) ? spec.containers : [];
-  return containers.some((c) => (c.ports ?? []).some((p) => p?.protocol === 'UDP'));
+  return objectsIn<Container>(spec.containers).some((c) =>
+    objectsIn<ContainerPort>(c.ports).some((p) => p.protocol === 'UDP'),
+  );
 }
 
 /**
@@ -118,8 +125,9 @@ export function hasUdpPorts(spec: PodSpec): boolean {
 export function automountsServiceAccountToken(origin: Origin, spec: PodSpec): boolean {
   let automount = spec.automountServiceAccountToken !== false;
   if (origin === 'webhook') {
-    const first = Array.isArray(spec.containers) ? spec.containers[0] : undefined;
-    const mounted = (first?.volumeMounts ?? []).some((m) => m?.mountPath === SERVICE_ACCOUNT_MOUNT_PATH);
+    const mounted = objectsIn<VolumeMount>(firstContainer(spec)?.volumeMounts).some(
+      (m) => m.mountPath === SERVICE_ACCOUNT_MOUNT_PATH,
+    );
     if (!mounted) automount = false;
   }
   return automount;

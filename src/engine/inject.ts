@@ -11,7 +11,7 @@ import {
   TRUST_ROOT_SHA256_ANNOTATION,
   WORKLOAD_NS_LABEL,
 } from './names.js';
-import { report, type AnnotationAt, type Origin, type SkipReason } from './decision.js';
+import { firstContainer, report, type AnnotationAt, type Origin, type SkipReason } from './decision.js';
 import { isObject, type Json, type PodSpec, type PodTemplate, type ServicePort } from './k8s.js';
 import { applyOverrides, inheritedNamespaceAnnotations } from './overrides.js';
 import { add, addMapEntries, opaquePortsAnnotationPatch, type AddOperation } from './patch.js';
@@ -126,7 +126,7 @@ export function podPatch(input: PodPatchInput): PodPatch {
   });
   const values = overridden.values;
   const proxy = values.proxy;
-  const app = appContext(apps?.[0]);
+  const app = appContext(firstContainer(spec));
 
   const annotations: Record<string, string> = {
     ...input.pendingAnnotations,
@@ -333,10 +333,10 @@ export function opaquePortsPatch(
   const metadata = isObject(object['metadata']) ? object['metadata'] : {};
   const annotations = stringMap(metadata['annotations']);
   if (A.opaquePorts in annotations) return [];
-  const hasAnnotations = isObject(metadata['annotations']);
+  const has = { metadata: isObject(object['metadata']), annotations: isObject(metadata['annotations']) };
   // The namespace's value is copied as it is, even when empty: the key's presence is what counts.
   if (A.opaquePorts in namespaceAnnotations) {
-    return opaquePortsAnnotationPatch(namespaceAnnotations[A.opaquePorts] ?? '', hasAnnotations);
+    return opaquePortsAnnotationPatch(namespaceAnnotations[A.opaquePorts] ?? '', has);
   }
   const spec = isObject(object['spec']) ? object['spec'] : {};
   const lower = kind.toLowerCase();
@@ -346,5 +346,5 @@ export function opaquePortsPatch(
     const servicePorts = Array.isArray(spec['ports']) ? (spec['ports'] as ServicePort[]) : [];
     ports = defaultOpaquePortsForService(servicePorts, values.proxy.opaquePorts);
   }
-  return ports === '' ? [] : opaquePortsAnnotationPatch(ports, hasAnnotations);
+  return ports === '' ? [] : opaquePortsAnnotationPatch(ports, has);
 }

@@ -92,6 +92,16 @@ export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** The object entries of a list field (containers, ports, mounts); anything else in a malformed manifest is skipped. */
+export function objectsIn<T extends object>(value: unknown): T[] {
+  return Array.isArray(value) ? (value.filter(isObject) as T[]) : [];
+}
+
+/** A list of strings (capability names), ignoring anything that is not a string. */
+export function stringsIn(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+}
+
 /**
  * A deep copy of plain JSON-like data (objects, arrays, scalars). Several times faster than `structuredClone` on the
  * values tree, which matters because every admission copies it.

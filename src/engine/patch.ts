@@ -31,9 +31,11 @@ export function addMapEntries(base: string, entries: Record<string, string>, map
 
 /**
  * The patch that sets `config.linkerd.io/opaque-ports` on an object that is not injected (a Service, or a skipped
- * Pod), adding the annotations map first when the object has none. The object is the admitted Pod or Service itself,
- * so paths have no prefix.
+ * Pod), adding the annotations map (and metadata) first when the object has none. The object is the admitted Pod or
+ * Service itself, so paths have no prefix.
  */
-export function opaquePortsAnnotationPatch(ports: string, hasAnnotations: boolean): AddOperation[] {
-  return addMapEntries('/metadata/annotations', { [A.opaquePorts]: ports }, hasAnnotations);
+export function opaquePortsAnnotationPatch(ports: string, has: { metadata: boolean; annotations: boolean }): AddOperation[] {
+  const ops = has.metadata ? [] : [add('/metadata', {})];
+  ops.push(...addMapEntries('/metadata/annotations', { [A.opaquePorts]: ports }, has.annotations));
+  return ops;
 }

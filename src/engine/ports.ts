@@ -1,12 +1,12 @@
 /** Port lists: the pod's inbound ports, named-port resolution, and the opaque-ports annotation and its filtering. */
 import { formatPortRange, parsePortRange } from './parsers.js';
-import type { Container, PodSpec, ServicePort } from './k8s.js';
+import { isObject, objectsIn, type Container, type ContainerPort, type PodSpec, type ServicePort } from './k8s.js';
 
 function containersOf(spec: PodSpec): Container[] {
-  const inits = Array.isArray(spec.initContainers) ? spec.initContainers : [];
-  const apps = Array.isArray(spec.containers) ? spec.containers : [];
-  return [...inits, ...apps].filter((c): c is Container => typeof c === 'object' && c !== null);
+  return [...objectsIn<Container>(spec.initContainers), ...objectsIn<Container>(spec.containers)];
 }
+
+const portsOf = (c: Container): ContainerPort[] => objectsIn<ContainerPort>(c.ports);
 
 function portNumber(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
@@ -16,8 +16,8 @@ function portNumber(value: unknown): number | undefined {
 export function namedPorts(spec: PodSpec): Map<string, number> {
   const names = new Map<string, number>();
   for (const c of containersOf(spec)) {
-    for (const p of Array.isArray(c.ports) ? c.ports : []) {
-      const port = portNumber(p?.containerPort);
+    for (const p of portsOf(c)) {
+      const port = portNumber(p.containerPort);
       if (port !== undefined && typeof p.name === 'string' && p.name !== '') names.set(p.name, port);
     }
   }
@@ -31,12 +31,12 @@ export function namedPorts(spec: PodSpec): Map<string, number> {
 export function inboundPorts(spec: PodSpec): string {
   const ports = new Set<string>();
   for (const c of containersOf(spec)) {
-    for (const p of Array.isArray(c.ports) ? c.ports : []) {
-      const port = portNumber(p?.containerPort);
+    for (const p of portsOf(c)) {
+      const port = portNumber(p.containerPort);
       if (port !== undefined) ports.add(String(port));
     }
     for (const probe of [c.readinessProbe, c.livenessProbe]) {
-      const port = portNumber(probe?.httpGet?.port);
+      const port = portNumber(isObject(probe) && isObject(probe.httpGet) ? probe.httpGet.port : undefined);
       if (port !== undefined) ports.add(String(port));
     }
   }
@@ -55,8 +55,8 @@ export function defaultOpaquePortsForPod(spec: PodSpec, configured: string): str
   const wanted = new Set(configured.split(','));
   const found: string[] = [];
   for (const c of containersOf(spec)) {
-    for (const p of Array.isArray(c.ports) ? c.ports : []) {
-      const port = portNumber(p?.containerPort);
+    for (const p of portsOf(c)) {
+      const port = portNumber(p.containerPort);
       if (port !== undefined && wanted.has(String(port))) found.push(String(port));
     }
   }
@@ -70,8 +70,8 @@ export function defaultOpaquePortsForPod(spec: PodSpec, configured: string): str
 export function defaultOpaquePortsForService(ports: readonly ServicePort[], configured: string): string {
   const wanted = new Set(configured.split(','));
   const found: string[] = [];
-  for (const p of ports) {
-    const port = portNumber(p?.port);
+  for (const p of objectsIn<ServicePort>(ports)) {
+    const port = portNumber(p.port);
     if (port === undefined) continue;
     const target = p.targetPort;
     if (target === undefined || target === null || target === 0) {

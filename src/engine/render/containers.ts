@@ -9,7 +9,17 @@ import {
   SERVICE_ACCOUNT_MOUNT_PATH,
   VALIDATOR_CONTAINER,
 } from '../names.js';
-import { copyPlain, type Capabilities, type Container, type EnvVar, type JsonObject } from '../k8s.js';
+import {
+  copyPlain,
+  isObject,
+  objectsIn,
+  stringsIn,
+  type Capabilities,
+  type Container,
+  type EnvVar,
+  type JsonObject,
+  type VolumeMount,
+} from '../k8s.js';
 import type { LinkerdValues } from '../values.js';
 
 /** What the template needs to know of the app's first container. */
@@ -22,11 +32,10 @@ export interface AppContext {
 
 export function appContext(first: Container | undefined): AppContext {
   const ctx: AppContext = {};
-  const caps = first?.securityContext?.capabilities;
-  if (caps && typeof caps === 'object') ctx.capabilities = caps;
-  const mount = (Array.isArray(first?.volumeMounts) ? first.volumeMounts : []).find(
-    (m) => m?.mountPath === SERVICE_ACCOUNT_MOUNT_PATH,
-  );
+  const securityContext: unknown = first?.securityContext;
+  const caps: unknown = isObject(securityContext) ? securityContext['capabilities'] : undefined;
+  if (isObject(caps)) ctx.capabilities = { add: stringsIn(caps['add']), drop: stringsIn(caps['drop']) };
+  const mount = objectsIn<VolumeMount>(first?.volumeMounts).find((m) => m.mountPath === SERVICE_ACCOUNT_MOUNT_PATH);
   if (mount) {
     ctx.serviceAccountMount = { mountPath: SERVICE_ACCOUNT_MOUNT_PATH, name: String(mount.name ?? ''), readOnly: mount.readOnly === true };
   }
