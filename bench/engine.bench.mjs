@@ -57,8 +57,7 @@ function scenario(name, native) {
 }
 
 /** Runs `fn` for about `seconds` after a warm-up and returns the rate. */
-function measure(fn, seconds) {
-  for (let i = 0; i < 2000; i++) fn();
+function rate(fn, seconds) {
   let iterations = 0;
   const start = process.hrtime.bigint();
   const deadline = start + BigInt(Math.round(seconds * 1e9));
@@ -68,13 +67,23 @@ function measure(fn, seconds) {
     iterations += 200;
     now = process.hrtime.bigint();
   }
-  const elapsed = Number(now - start) / 1e9;
-  return { perSecond: iterations / elapsed, meanMicros: (elapsed / iterations) * 1e6 };
+  return iterations / (Number(now - start) / 1e9);
 }
 
-const seconds = Number(process.env['BENCH_SECONDS'] ?? '3');
+/** Median and range over `rounds` rounds: a shared machine makes single runs vary by tens of percent. */
+function measure(fn, seconds, rounds = 5) {
+  for (let i = 0; i < 2000; i++) fn();
+  const rates = Array.from({ length: rounds }, () => rate(fn, seconds / rounds)).sort((a, b) => a - b);
+  const median = rates[Math.floor(rounds / 2)];
+  return { median, min: rates[0], max: rates[rounds - 1], meanMicros: 1e6 / median };
+}
+
+const show = (m) =>
+  `${Math.round(m.median)}/s median (${m.meanMicros.toFixed(1)} µs; range ${Math.round(m.min)}-${Math.round(m.max)})`;
+
+const seconds = Number(process.env['BENCH_SECONDS'] ?? '5');
 let sink = 0;
-console.log(`engine benchmark: node ${process.version}, ${seconds}s per row, pinned to one core: ${process.env['BENCH_PINNED'] ? 'yes' : 'no'}`);
+console.log(`engine benchmark: node ${process.version}, ${seconds}s per row in 5 rounds, pinned to one core: ${process.env['BENCH_PINNED'] ? 'yes' : 'no'}`);
 for (const { name, request } of [scenario('baseline pod, classic sidecar', false), scenario('baseline pod, native sidecar', true)]) {
   const engineOnly = measure(() => {
     sink += inject(request).patch.length;
@@ -82,10 +91,7 @@ for (const { name, request } of [scenario('baseline pod, classic sidecar', false
   const withEncoding = measure(() => {
     sink += Buffer.from(JSON.stringify(inject(request).patch)).toString('base64').length;
   }, seconds);
-  console.log(
-    `${name}: ${Math.round(engineOnly.perSecond)} patches/s (${engineOnly.meanMicros.toFixed(1)} µs each); ` +
-      `with JSON+base64 encoding: ${Math.round(withEncoding.perSecond)}/s (${withEncoding.meanMicros.toFixed(1)} µs)`,
-  );
+  console.log(`${name}:\n  patches: ${show(engineOnly)}\n  patch + JSON + base64: ${show(withEncoding)}`);
 }
 const heapMiB = process.memoryUsage().heapUsed / 2 ** 20;
 console.log(`heap used after the run: ${heapMiB.toFixed(1)} MiB (checksum ${sink % 997})`);
