@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 /** The `proxy-injector` command line: dispatches to subcommands. */
 import { runExample } from './example.js';
+import { runServe } from './serve.js';
 import { packageVersion } from './package-info.js';
 
 const USAGE = `Usage: proxy-injector <command> [options]
 
 Commands:
+  serve                Run the admission webhook (HTTPS) and its admin listener.
   example [POD_FILE]   Run the injection engine on a pod manifest (default: the bundled
                        examples/pod.yaml) with the embedded Linkerd defaults, and print the
                        decision and JSON patch the webhook would return.
@@ -18,6 +20,8 @@ Run 'proxy-injector <command> --help' for a command's options.
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
+    case 'serve':
+      return runServe(rest);
     case 'example':
       return runExample(rest);
     case 'version':

@@ -1,0 +1,98 @@
+/** Answers one AdmissionRequest with the engine: the decision, the patch, and what to report about it. */
+import {
+  inject,
+  injectAnnotationDecision,
+  isEngineError,
+  type InjectionResult,
+  type InjectorConfig,
+  type Owner,
+} from '../engine/index.js';
+import { stringMap } from '../engine/workload.js';
+import { boundedWarnings } from './review.js';
+import type { AdmissionRequest, AdmissionResponse } from './types.js';
+
+type MaybePromise<T> = T | Promise<T>;
+
+/** Where the handler gets what the engine needs; the server wires files or the cluster behind it. */
+export interface AdmissionSources {
+  /** The configuration in force. Throws an Error saying why when none can be had. */
+  config(): InjectorConfig;
+  /** The namespace's annotations; undefined when they cannot be known (no cluster). */
+  namespaceAnnotations(namespace: string): MaybePromise<Record<string, string> | undefined>;
+  /** The workload that owns a pod, if it can be resolved. */
+  owner?(request: AdmissionRequest, pod: Record<string, unknown>): MaybePromise<Owner | undefined>;
+}
+
+export interface HandledAdmission {
+  response: AdmissionResponse;
+  /** The engine's record; absent when the request was refused before or by a failure. */
+  result?: InjectionResult;
+  /** The owner resolved for a pod, for metrics and events. */
+  owner?: Owner;
+  /** Set when handling failed: a stable code and the reason given to the API server. */
+  failure?: { code: string; message: string };
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function allow(uid: string, warnings?: string[]): AdmissionResponse {
+  const response: AdmissionResponse = { uid, allowed: true };
+  if (warnings && warnings.length > 0) response.warnings = warnings;
+  return response;
+}
+
+/** Whether the object asks for injection at all, read from annotations alone (no configuration needed). */
+function wantsInjection(object: Record<string, unknown>, nsAnnotations: Record<string, string>): boolean {
+  const metadata = object['metadata'];
+  const own = stringMap(isObject(metadata) ? metadata['annotations'] : undefined);
+  return !injectAnnotationDecision('webhook', own, nsAnnotations).disabled;
+}
+
+/**
+ * Handles a CREATE of a Pod or Service as Linkerd's webhook does. A failure (configuration unreadable, no trust
+ * anchors) denies only objects that ask for injection, with the reason; others are admitted unchanged, since they
+ * need nothing from the configuration.
+ */
+export async function handleAdmission(request: AdmissionRequest, sources: AdmissionSources): Promise<HandledAdmission> {
+  const uid = request.uid;
+  const object = request.object;
+  if (request.operation !== 'CREATE' || !isObject(object)) return { response: allow(uid) };
+  const namespace = request.namespace ?? '';
+  const kind = request.kind.kind;
+  let nsAnnotations: Record<string, string> = {};
+  let owner: Owner | undefined;
+  try {
+    nsAnnotations = (namespace ? await sources.namespaceAnnotations(namespace) : undefined) ?? {};
+    if (kind.toLowerCase() === 'pod' && sources.owner) owner = await sources.owner(request, object);
+    const config = sources.config();
+    const result = inject({
+      object,
+      kind,
+      namespace,
+      namespaceAnnotations: nsAnnotations,
+      origin: 'webhook',
+      config,
+      ...(owner && { owner }),
+    });
+    const response = allow(uid, boundedWarnings(result.warnings));
+    if (result.patch.length > 0) {
+      response.patchType = 'JSONPatch';
+      response.patch = Buffer.from(JSON.stringify(result.patch)).toString('base64');
+    }
+    return { response, result, ...(owner && { owner }) };
+  } catch (err) {
+    const code = isEngineError(err) ? err.code : 'HANDLER_ERROR';
+    const message = err instanceof Error ? err.message : String(err);
+    if (!wantsInjection(object, nsAnnotations)) {
+      return {
+        response: allow(uid, [`proxy-injector could not evaluate this object (${message}); it does not ask for injection`]),
+        failure: { code, message },
+      };
+    }
+    return {
+      response: { uid, allowed: false, status: { code: 500, message: `proxy-injector: ${message}` } },
+      failure: { code, message },
+      ...(owner && { owner }),
+    };
+  }
+}

@@ -1,0 +1,71 @@
+/** Validating an incoming AdmissionReview and building the one that answers it. */
+import {
+  SUPPORTED_API_VERSIONS,
+  type AdmissionApiVersion,
+  type AdmissionRequest,
+  type AdmissionResponse,
+  type AdmissionReview,
+} from './types.js';
+
+/** A request the webhook cannot answer: the HTTP status and a one-line reason. */
+export class ReviewError extends Error {
+  override readonly name = 'ReviewError';
+  constructor(
+    readonly statusCode: 400 | 413 | 415,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export interface ParsedReview {
+  apiVersion: AdmissionApiVersion;
+  request: AdmissionRequest;
+}
+
+/**
+ * Checks the envelope of a decoded AdmissionReview: a supported apiVersion, kind AdmissionReview, a request with a
+ * uid, and an object to look at. Throws a ReviewError (HTTP 400) saying what is wrong.
+ */
+export function parseReview(body: unknown): ParsedReview {
+  if (!isObject(body)) throw new ReviewError(400, 'the body is not a JSON object');
+  const { apiVersion, kind, request } = body;
+  if (!SUPPORTED_API_VERSIONS.includes(apiVersion as AdmissionApiVersion)) {
+    throw new ReviewError(
+      400,
+      `unsupported apiVersion ${JSON.stringify(apiVersion)}: expected one of ${SUPPORTED_API_VERSIONS.join(', ')}`,
+    );
+  }
+  if (kind !== 'AdmissionReview') {
+    throw new ReviewError(400, `unsupported kind ${JSON.stringify(kind)}: expected AdmissionReview`);
+  }
+  if (!isObject(request)) throw new ReviewError(400, 'the AdmissionReview has no request');
+  if (typeof request['uid'] !== 'string' || request['uid'] === '') {
+    throw new ReviewError(400, 'the AdmissionReview request has no uid');
+  }
+  if (!isObject(request['kind']) || typeof request['kind']['kind'] !== 'string') {
+    throw new ReviewError(400, 'the AdmissionReview request has no kind');
+  }
+  if (request['object'] !== undefined && !isObject(request['object'])) {
+    throw new ReviewError(400, 'the AdmissionReview request object cannot be decoded: it is not a JSON object');
+  }
+  if (request['namespace'] !== undefined && typeof request['namespace'] !== 'string') {
+    throw new ReviewError(400, 'the AdmissionReview request namespace is not a string');
+  }
+  return { apiVersion: apiVersion as AdmissionApiVersion, request: request as unknown as AdmissionRequest };
+}
+
+/** The review that answers a request: the caller's apiVersion and kind, and the response. */
+export function reviewResponse(apiVersion: AdmissionApiVersion, response: AdmissionResponse): AdmissionReview {
+  return { apiVersion, kind: 'AdmissionReview', response };
+}
+
+/** Kubernetes limits what it shows of warnings; keep each one short and their number small. */
+export function boundedWarnings(warnings: readonly string[], max = 10, maxLength = 240): string[] | undefined {
+  if (warnings.length === 0) return undefined;
+  const clipped = warnings.slice(0, max).map((w) => (w.length > maxLength ? `${w.slice(0, maxLength - 3)}...` : w));
+  if (warnings.length > max) clipped.push(`and ${warnings.length - max} more`);
+  return clipped;
+}

@@ -1,0 +1,131 @@
+/** `proxy-injector serve`: runs the admission webhook, configured by flags or PROXY_INJECTOR_* environment variables. */
+import { parseArgs } from 'node:util';
+import type { LevelWithSilent } from 'pino';
+import { FileConfigSource } from '../cluster/config-files.js';
+import { parseGoDuration } from '../engine/parsers.js';
+import { createLogger, LOG_LEVELS, type LogFormat } from '../server/logger.js';
+import { startServer } from '../server/start.js';
+
+const HELP = `Usage: proxy-injector serve [options]
+
+Runs the Linkerd-compatible proxy injector as an HTTPS admission webhook (POST AdmissionReviews to /)
+with an admin listener for /metrics, /ping, /live and /ready. Every option can also be given as an
+environment variable: --tls-dir is PROXY_INJECTOR_TLS_DIR, and so on. Flags win over variables.
+
+Options:
+  --addr HOST:PORT             webhook listen address (default 0.0.0.0:8443)
+  --admin-addr HOST:PORT       admin listen address (default 0.0.0.0:9995)
+  --tls-dir DIR                directory with tls.crt and tls.key, reloaded when they change; when it has
+                               none, a development CA and certificate are generated there (default certs)
+  --tls-san NAME               extra DNS name or IP for a generated certificate, e.g.
+                               proxy-injector.linkerd.svc (repeatable, or comma-separated)
+  --tls-min-version 1.2|1.3    oldest TLS version accepted (default 1.3)
+  --values FILE                Linkerd values YAML (the 'values' key of ConfigMap linkerd-config),
+                               re-read when it changes (default: embedded defaults)
+  --trust-anchors FILE         identity trust anchors PEM (the ca-bundle.crt of ConfigMap
+                               linkerd-identity-trust-roots)
+  --linkerd-namespace NS       control-plane namespace (default linkerd)
+  --log-level LEVEL            trace, debug, info, warn, error, fatal or silent (default info)
+  --log-format FORMAT          json, pretty, or auto: pretty on a terminal (default auto)
+  --shutdown-delay DURATION    keep serving this long after SIGTERM so endpoints drop the pod first (default 0s)
+  --shutdown-timeout DURATION  longest in-flight requests may take to finish after that (default 10s)
+  -h, --help                   this help
+`;
+
+const OPTIONS = {
+  addr: { type: 'string', default: '0.0.0.0:8443' },
+  'admin-addr': { type: 'string', default: '0.0.0.0:9995' },
+  'tls-dir': { type: 'string', default: 'certs' },
+  'tls-san': { type: 'string', multiple: true },
+  'tls-min-version': { type: 'string', default: '1.3' },
+  values: { type: 'string' },
+  'trust-anchors': { type: 'string' },
+  'linkerd-namespace': { type: 'string', default: 'linkerd' },
+  'log-level': { type: 'string', default: 'info' },
+  'log-format': { type: 'string', default: 'auto' },
+  'shutdown-delay': { type: 'string', default: '0s' },
+  'shutdown-timeout': { type: 'string', default: '10s' },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
+type OptionName = keyof typeof OPTIONS;
+
+/** PROXY_INJECTOR_<FLAG> variables become flags placed before the real ones, so the command line wins. */
+export function envArgs(env: NodeJS.ProcessEnv): string[] {
+  const args: string[] = [];
+  for (const name of Object.keys(OPTIONS) as OptionName[]) {
+    if (name === 'help') continue;
+    const value = env[`PROXY_INJECTOR_${name.toUpperCase().replace(/-/g, '_')}`];
+    if (value === undefined || value === '') continue;
+    const values = OPTIONS[name].type === 'string' && 'multiple' in OPTIONS[name] ? value.split(',') : [value];
+    for (const v of values) args.push(`--${name}=${v.trim()}`);
+  }
+  return args;
+}
+
+function durationMs(flag: string, text: string): number {
+  const ns = parseGoDuration(text);
+  if (ns === undefined || ns < 0n) throw new Error(`--${flag} ${JSON.stringify(text)}: expected a duration such as 5s or 500ms`);
+  return Number(ns / 1_000_000n);
+}
+
+export async function runServe(argv: string[]): Promise<number> {
+  const { values: opts } = parseArgs({ args: [...envArgs(process.env), ...argv], options: OPTIONS, allowPositionals: false });
+  if (opts.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const level = opts['log-level'] as LevelWithSilent;
+  if (!LOG_LEVELS.includes(level)) throw new Error(`--log-level ${JSON.stringify(level)}: expected one of ${LOG_LEVELS.join(', ')}`);
+  const format = opts['log-format'] as LogFormat;
+  if (!['json', 'pretty', 'auto'].includes(format)) throw new Error(`--log-format ${JSON.stringify(format)}: expected json, pretty or auto`);
+  const minVersion = opts['tls-min-version'];
+  if (minVersion !== '1.2' && minVersion !== '1.3') throw new Error(`--tls-min-version ${JSON.stringify(minVersion)}: expected 1.2 or 1.3`);
+  const shutdownDelayMs = durationMs('shutdown-delay', opts['shutdown-delay']);
+  const shutdownTimeoutMs = durationMs('shutdown-timeout', opts['shutdown-timeout']);
+  const sans = (opts['tls-san'] ?? []).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+
+  const logger = createLogger({ level, format });
+  const config = new FileConfigSource({
+    ...(opts.values && { valuesPath: opts.values }),
+    ...(opts['trust-anchors'] && { trustAnchorsPath: opts['trust-anchors'] }),
+    controlPlaneNamespace: opts['linkerd-namespace'],
+    logger,
+  });
+  logger.info(
+    'no Kubernetes cluster configured: namespace annotations are unknown, so each pod\'s own linkerd.io/inject annotation decides',
+  );
+
+  const server = await startServer({
+    addr: opts.addr,
+    adminAddr: opts['admin-addr'],
+    tlsDir: opts['tls-dir'],
+    tlsSans: sans,
+    tlsMinVersion: minVersion === '1.2' ? 'TLSv1.2' : 'TLSv1.3',
+    config,
+    namespaceAnnotations: () => undefined,
+    logger,
+    shutdownDelayMs,
+    shutdownTimeoutMs,
+  });
+
+  return new Promise<number>((resolve) => {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      signals++;
+      if (signals > 1) {
+        logger.warn({ signal }, 'second signal: exiting now');
+        resolve(1);
+        return;
+      }
+      void server.shutdown(signal).then((clean) => resolve(clean ? 0 : 1));
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  }).then((code) => {
+    logger.flush();
+    // Exit explicitly: a stuck keep-alive socket or a pretty-printing worker must not hold the process open.
+    setImmediate(() => process.exit(code));
+    return code;
+  });
+}

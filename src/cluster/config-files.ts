@@ -1,0 +1,106 @@
+/** The Linkerd configuration from files (a values YAML and a trust-anchors PEM), re-read when they change. */
+import { readFileSync, statSync } from 'node:fs';
+import type { Logger } from 'pino';
+import { defaultValues, loadValues, withTrustAnchors, type InjectorConfig, type LinkerdValues } from '../engine/index.js';
+
+export interface ConfigSource {
+  /** The configuration in force. Throws an Error saying why when none has ever loaded. */
+  current(): InjectorConfig;
+  /** Whether a configuration has loaded. */
+  readonly loaded: boolean;
+  close(): void;
+}
+
+export interface FileConfigOptions {
+  /** A Linkerd values YAML file; absent means the embedded defaults. */
+  valuesPath?: string;
+  /** The trust anchors PEM; absent means the values' own `identityTrustAnchorsPEM`. */
+  trustAnchorsPath?: string;
+  controlPlaneNamespace: string;
+  logger: Logger;
+  /** How often to look for changes, ms (default 2000; 0 turns it off). */
+  pollMs?: number;
+  /** Told of every load attempt after the first: true when applied, false when refused. */
+  onReload?: (applied: boolean, error?: Error) => void;
+}
+
+/** What identifies a file's content cheaply: kubelet's symlink swap changes the inode, an edit changes mtime or size. */
+function fingerprint(path: string | undefined): string {
+  if (!path) return '-';
+  try {
+    const s = statSync(path);
+    return `${s.ino}:${s.size}:${s.mtimeMs}`;
+  } catch {
+    return 'missing';
+  }
+}
+
+export class FileConfigSource implements ConfigSource {
+  private config: InjectorConfig | undefined;
+  private lastError: Error | undefined;
+  private seen = '';
+  private readonly timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: FileConfigOptions) {
+    this.reload(true);
+    const pollMs = options.pollMs ?? 2000;
+    if (pollMs > 0) {
+      this.timer = setInterval(() => this.poll(), pollMs);
+      this.timer.unref();
+    }
+  }
+
+  get loaded(): boolean {
+    return this.config !== undefined;
+  }
+
+  current(): InjectorConfig {
+    if (this.config) return this.config;
+    throw new Error(`the Linkerd configuration is not loaded: ${this.lastError?.message ?? 'unknown error'}`);
+  }
+
+  /** Re-reads the files if they changed since the last attempt. */
+  poll(): void {
+    const now = `${fingerprint(this.options.valuesPath)}|${fingerprint(this.options.trustAnchorsPath)}`;
+    if (now !== this.seen) this.reload(false);
+  }
+
+  private reload(first: boolean): void {
+    const { valuesPath, trustAnchorsPath, logger } = this.options;
+    this.seen = `${fingerprint(valuesPath)}|${fingerprint(trustAnchorsPath)}`;
+    try {
+      let values: LinkerdValues = valuesPath ? loadValues(read(valuesPath, 'values')) : defaultValues();
+      if (trustAnchorsPath) values = withTrustAnchors(values, read(trustAnchorsPath, 'trust anchors'));
+      this.config = { values, controlPlaneNamespace: this.options.controlPlaneNamespace };
+      this.lastError = undefined;
+      logger.info(
+        { values: valuesPath ?? '(embedded defaults)', trustAnchors: trustAnchorsPath ?? '(from values)', cniEnabled: values.cniEnabled, nativeSidecar: values.proxy.nativeSidecar },
+        first ? 'loaded Linkerd configuration' : 'reloaded Linkerd configuration',
+      );
+      if (!values.identityTrustAnchorsPEM.trim()) {
+        logger.warn('no identity trust anchors are configured: pods that ask for injection will be denied until there are');
+      }
+      if (!first) this.options.onReload?.(true);
+    } catch (err) {
+      const error = err instanceof Error ? err : new Error(String(err));
+      this.lastError = this.config ? this.lastError : error;
+      logger.error(
+        { err: error.message },
+        this.config ? 'refusing the new Linkerd configuration; keeping the last good one' : 'cannot load the Linkerd configuration',
+      );
+      if (!first) this.options.onReload?.(false, error);
+    }
+  }
+
+  close(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+}
+
+function read(path: string, what: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read the ${what} file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}

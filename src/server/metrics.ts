@@ -1,0 +1,85 @@
+/** Prometheus metrics: Linkerd's admission counters with their labels, latency, failures, and process metrics. */
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { HandledAdmission } from '../admission/handler.js';
+import { names } from '../engine/index.js';
+
+/** Linkerd's label for each proxy annotation: the text after the first "/", with "-" as "_". */
+export function configLabel(annotation: string): string {
+  return annotation.slice(annotation.indexOf('/') + 1).replace(/-/g, '_');
+}
+
+const CONFIG_LABELS = names.PROXY_ANNOTATIONS.map(configLabel);
+
+export class InjectorMetrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter;
+  private readonly responses: Counter;
+  private readonly duration: Histogram;
+  private readonly failures: Counter;
+
+  constructor(options: { processMetrics?: boolean } = {}) {
+    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    this.requests = new Counter({
+      name: 'proxy_inject_admission_requests_total',
+      help: 'Pods and Services the injector evaluated, by owner kind, namespace and the configuration annotations they carry.',
+      labelNames: ['owner_kind', 'namespace', 'annotation_at', ...CONFIG_LABELS],
+      registers: [this.registry],
+    });
+    this.responses = new Counter({
+      name: 'proxy_inject_admission_responses_total',
+      help: 'Answers the injector gave, by whether injection was skipped and why.',
+      labelNames: ['owner_kind', 'namespace', 'skip', 'skip_reason', 'annotation_at', ...CONFIG_LABELS],
+      registers: [this.registry],
+    });
+    this.duration = new Histogram({
+      name: 'proxy_inject_admission_duration_seconds',
+      help: 'Time to answer an admission request, from a decoded body to an encoded response, by outcome.',
+      labelNames: ['outcome'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [this.registry],
+    });
+    this.failures = new Counter({
+      name: 'proxy_inject_admission_failures_total',
+      help: 'Admission requests that could not be evaluated (the object was denied if it asked for injection), by code.',
+      labelNames: ['code', 'denied'],
+      registers: [this.registry],
+    });
+  }
+
+  /**
+   * Counts one handled admission as Linkerd does: every evaluated request; a response with skip="false" when a patch
+   * was returned (injection or opaque-ports annotation), skip="true" with the reason codes for a pod left unchanged,
+   * and no response for a Service left unchanged.
+   */
+  record(handled: HandledAdmission, namespace: string, seconds: number): void {
+    const result = handled.result;
+    const outcome = handled.failure ? (handled.response.allowed ? 'failed-allowed' : 'failed-denied') : (result?.outcome ?? 'ignored');
+    this.duration.observe({ outcome }, seconds);
+    if (handled.failure) {
+      this.failures.inc({ code: handled.failure.code, denied: String(!handled.response.allowed) });
+    }
+    if (!result) return;
+    const base: Record<string, string> = {
+      owner_kind: handled.owner?.kind ?? '',
+      namespace,
+      annotation_at: result.annotationAt,
+    };
+    for (const [i, key] of names.PROXY_ANNOTATIONS.entries()) {
+      base[CONFIG_LABELS[i] as string] = result.workloadConfiguration[key] ?? '';
+    }
+    this.requests.inc(base);
+    if (result.outcome !== 'skipped') {
+      this.responses.inc({ ...base, skip: 'false', skip_reason: '' });
+    } else if (result.kind === 'pod') {
+      this.responses.inc({ ...base, skip: 'true', skip_reason: result.reasons.map((r) => r.code).join(',') });
+    }
+  }
+
+  metrics(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

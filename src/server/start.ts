@@ -1,0 +1,141 @@
+/** Starts the webhook and admin listeners with their configuration, certificates and graceful shutdown. */
+import { existsSync } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { AdmissionSources } from '../admission/handler.js';
+import type { ConfigSource } from '../cluster/config-files.js';
+import { buildAdminApp } from './admin.js';
+import { InjectorMetrics } from './metrics.js';
+import { CertificateReloader, ensureCertificates, loadKeyPair } from './tls.js';
+import { buildWebhookApp } from './webhook.js';
+
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+/** "0.0.0.0:8443", ":8443", "[::]:8443" or "localhost:0" → host and port. */
+export function parseListenAddress(text: string): ListenAddress {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text.trim());
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535) throw new Error(`invalid listen address ${JSON.stringify(text)}: expected HOST:PORT, e.g. 0.0.0.0:8443`);
+  return { host: m[1] ?? (m[2] || '0.0.0.0'), port };
+}
+
+export interface ServerOptions {
+  addr: string;
+  adminAddr: string;
+  tlsDir: string;
+  /** DNS names (or IPs) for a generated serving certificate, besides localhost and 127.0.0.1. */
+  tlsSans: string[];
+  tlsMinVersion: 'TLSv1.2' | 'TLSv1.3';
+  config: ConfigSource;
+  namespaceAnnotations: AdmissionSources['namespaceAnnotations'];
+  owner?: AdmissionSources['owner'];
+  logger: Logger;
+  /** Keep serving this long after a shutdown starts, so endpoints can drop the pod first (ms). */
+  shutdownDelayMs: number;
+  /** Longest the in-flight requests may take to finish once closing starts (ms). */
+  shutdownTimeoutMs: number;
+  /** How often to re-read the certificate files as a safety net (ms). */
+  tlsPollMs?: number;
+  metrics?: InjectorMetrics;
+  /** More reasons not to be ready (e.g. caches not synced). */
+  extraReadiness?: () => string[];
+  onAdmitted?: Parameters<typeof buildWebhookApp>[0]['onAdmitted'];
+}
+
+export interface RunningServer {
+  webhook: FastifyInstance;
+  admin: FastifyInstance;
+  webhookUrl: string;
+  adminUrl: string;
+  metrics: InjectorMetrics;
+  /** Where a generated CA is, for the webhook configuration's caBundle; undefined when the pair was provided. */
+  caPath: string | undefined;
+  /** Stops accepting, lets in-flight requests finish (bounded), closes everything. Resolves true on a clean stop. */
+  shutdown(reason: string): Promise<boolean>;
+}
+
+const urlOf = (scheme: string, address: ListenAddress, port: number): string =>
+  `${scheme}://${address.host.includes(':') ? `[${address.host}]` : address.host}:${port}`;
+
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const { logger } = options;
+  const webhookAddress = parseListenAddress(options.addr);
+  const adminAddress = parseListenAddress(options.adminAddr);
+  const certs = await ensureCertificates(options.tlsDir, options.tlsSans, logger);
+  const pair = loadKeyPair(options.tlsDir);
+  logger.info({ notAfter: pair.notAfter.toISOString(), fingerprint: pair.fingerprint256, dir: options.tlsDir }, 'serving certificate loaded');
+  if (certs.generated) {
+    logger.info({ caPath: certs.caPath }, `generated a development CA and serving certificate; use ${certs.caPath} as the webhook caBundle`);
+  }
+
+  const metrics = options.metrics ?? new InjectorMetrics();
+  let closing = false;
+  const readiness = {
+    notReadyBecause: (): string[] => [
+      ...(closing ? ['shutting down'] : []),
+      ...(options.config.loaded ? [] : ['the Linkerd configuration is not loaded']),
+      ...(options.extraReadiness?.() ?? []),
+    ],
+  };
+  const webhook = buildWebhookApp({
+    sources: {
+      config: () => options.config.current(),
+      namespaceAnnotations: options.namespaceAnnotations,
+      ...(options.owner && { owner: options.owner }),
+    },
+    metrics,
+    logger,
+    tls: { key: pair.key, cert: pair.cert, minVersion: options.tlsMinVersion },
+    ...(options.onAdmitted && { onAdmitted: options.onAdmitted }),
+  });
+  const admin = buildAdminApp({ metrics, readiness, logger });
+
+  await webhook.listen({ host: webhookAddress.host, port: webhookAddress.port });
+  await admin.listen({ host: adminAddress.host, port: adminAddress.port });
+  const webhookPort = (webhook.server.address() as { port: number }).port;
+  const adminPort = (admin.server.address() as { port: number }).port;
+
+  const tlsServer = webhook.server as unknown as import('node:tls').Server;
+  const reloader = new CertificateReloader(pair, {
+    dir: options.tlsDir,
+    logger,
+    pollIntervalMs: options.tlsPollMs ?? 10_000,
+    onUpdate: (next) => tlsServer.setSecureContext({ key: next.key, cert: next.cert, minVersion: options.tlsMinVersion }),
+  });
+  reloader.start();
+
+  const webhookUrl = urlOf('https', webhookAddress, webhookPort);
+  const adminUrl = urlOf('http', adminAddress, adminPort);
+  logger.info({ webhook: webhookUrl, admin: adminUrl, minTls: options.tlsMinVersion }, 'proxy-injector listening');
+
+  let stopping: Promise<boolean> | undefined;
+  const shutdown = (reason: string): Promise<boolean> => {
+    stopping ??= (async () => {
+      closing = true;
+      logger.info({ reason, delayMs: options.shutdownDelayMs }, 'shutting down: readiness now fails');
+      if (options.shutdownDelayMs > 0) await new Promise((r) => setTimeout(r, options.shutdownDelayMs));
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), options.shutdownTimeoutMs);
+      });
+      const closed = webhook.close().then(() => true as const);
+      const clean = await Promise.race([closed, timedOut]);
+      clearTimeout(timer);
+      if (!clean) {
+        logger.error({ timeoutMs: options.shutdownTimeoutMs }, 'in-flight requests did not finish in time; closing their connections');
+        webhook.server.closeAllConnections();
+      }
+      reloader.stop();
+      options.config.close();
+      await admin.close();
+      logger.info({ clean }, 'proxy-injector stopped');
+      return clean;
+    })();
+    return stopping;
+  };
+
+  return { webhook, admin, webhookUrl, adminUrl, metrics, caPath: existsSync(certs.caPath) ? certs.caPath : undefined, shutdown };
+}

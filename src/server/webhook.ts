@@ -1,0 +1,128 @@
+/** The admission webhook application: POST / takes an AdmissionReview and answers with the engine's decision. */
+import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { handleAdmission, type AdmissionSources, type HandledAdmission } from '../admission/handler.js';
+import { parseReview, reviewResponse, ReviewError } from '../admission/review.js';
+import type { AdmissionRequest } from '../admission/types.js';
+import type { InjectorMetrics } from './metrics.js';
+
+export const MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+export interface WebhookTls {
+  key: string;
+  cert: string;
+  minVersion: 'TLSv1.2' | 'TLSv1.3';
+}
+
+export interface WebhookOptions {
+  sources: AdmissionSources;
+  metrics: InjectorMetrics;
+  logger: Logger;
+  /** Serve HTTPS with this pair; plain HTTP when absent (in-process tests only). */
+  tls?: WebhookTls;
+  /** Called after each handled admission (events are recorded here; `request.dryRun` says whether they may be). */
+  onAdmitted?: (handled: HandledAdmission, request: AdmissionRequest) => void;
+  /** Longest a request may take from its first byte, ms (default 30 s); a stalled client gets 408. */
+  requestTimeoutMs?: number;
+}
+
+/** Fastify's body errors, mapped to the status and one-line reason the API server will log. */
+function bodyError(error: FastifyError): { status: number; message: string } | undefined {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, message: `the body is larger than ${MAX_BODY_BYTES} bytes` };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { status: 415, message: 'the body must be application/json' };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { status: 400, message: 'the body is empty' };
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return { status: 400, message: `the body is not valid JSON: ${error.message}` };
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { status: 400, message: 'the Content-Length does not match the body' };
+    default:
+      return error.statusCode === 408 ? { status: 408, message: 'the request took too long to arrive' } : undefined;
+  }
+}
+
+const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ').trim();
+
+export function resourceName(request: AdmissionRequest, handled: HandledAdmission): string {
+  const kind = handled.result?.kind ?? request.kind.kind.toLowerCase();
+  const name = handled.result?.name || request.name || '(generated name)';
+  return `${kind}/${request.namespace ?? ''}/${name}`;
+}
+
+export function buildWebhookApp(options: WebhookOptions): FastifyInstance {
+  const { logger, metrics, sources } = options;
+  const app = Fastify({
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: MAX_BODY_BYTES,
+    requestTimeout: options.requestTimeoutMs ?? 30_000,
+    onProtoPoisoning: 'remove',
+    onConstructorPoisoning: 'remove',
+    return503OnClosing: true,
+    ...(options.tls && {
+      https: { key: options.tls.key, cert: options.tls.cert, minVersion: options.tls.minVersion },
+    }),
+  }) as unknown as FastifyInstance;
+
+  // JSON only: anything else is 415 rather than a guess at what the caller meant.
+  app.removeContentTypeParser('text/plain');
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const known = error instanceof ReviewError ? { status: error.statusCode, message: error.message } : bodyError(error);
+    if (known) {
+      request.log.warn({ status: known.status, reason: known.message }, 'rejected admission request');
+      return reply.code(known.status).type('text/plain; charset=utf-8').send(`${oneLine(known.message)}\n`);
+    }
+    request.log.error({ err: error }, 'failed to answer admission request');
+    return reply.code(500).type('text/plain; charset=utf-8').send('internal error while answering the request\n');
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).type('text/plain; charset=utf-8').send(`no route for ${request.method} ${request.url}: POST AdmissionReviews to /\n`),
+  );
+
+  app.post('/', async (request, reply) => {
+    const { apiVersion, request: admission } = parseReview(request.body);
+    const started = process.hrtime.bigint();
+    const handled = await handleAdmission(admission, sources);
+    const body = reviewResponse(apiVersion, handled.response);
+    metrics.record(handled, admission.namespace ?? '', Number(process.hrtime.bigint() - started) / 1e9);
+    logAdmission(request.log, admission, handled);
+    options.onAdmitted?.(handled, admission);
+    return reply.code(200).send(body);
+  });
+
+  return app;
+}
+
+/** One line per admission, in Linkerd's words, with the structured details beside them. */
+function logAdmission(log: Logger | FastifyInstance['log'], request: AdmissionRequest, handled: HandledAdmission): void {
+  const resource = resourceName(request, handled);
+  const base = { uid: request.uid, dryRun: request.dryRun === true };
+  if (handled.failure) {
+    log.error(
+      { ...base, code: handled.failure.code, allowed: handled.response.allowed },
+      `failed to run webhook handler for ${resource}. Reason: ${handled.failure.message}`,
+    );
+    return;
+  }
+  const result = handled.result;
+  if (!result) {
+    log.debug({ ...base, operation: request.operation }, `ignored ${request.operation} of ${resource}`);
+    return;
+  }
+  const reasons = result.reasons.map((r) => r.text).join(', ');
+  const details = {
+    ...base,
+    outcome: result.outcome,
+    reasons: result.reasons.map((r) => r.code),
+    ...(result.proxy && { placement: result.proxy.placement }),
+    ...(result.warnings.length > 0 && { warnings: result.warnings }),
+  };
+  if (result.outcome === 'injected') log.info(details, `injection patch generated for: ${resource}`);
+  else if (result.outcome === 'annotated') log.info(details, `annotation patch generated for: ${resource} (skipped: ${reasons})`);
+  else log.info(details, `skipped ${resource}: ${reasons}`);
+}

@@ -1,0 +1,137 @@
+/**
+ * Graceful shutdown of a real `proxy-injector serve` process: on SIGTERM, readiness fails first, in-flight requests
+ * complete, new connections are refused, and the process exits within its bound.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { admissionReview } from '../support/admission.js';
+import { pod, TRUST_ANCHORS } from '../support/engine.js';
+import { httpsPost } from '../support/https.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+interface Served {
+  child: ChildProcess;
+  webhookUrl: string;
+  adminUrl: string;
+  ca: string;
+  exited: Promise<number | null>;
+  logs: string[];
+}
+
+const running: ChildProcess[] = [];
+const dirs: string[] = [];
+
+afterEach(() => {
+  for (const child of running.splice(0)) child.kill('SIGKILL');
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+async function serve(extra: string[]): Promise<Served> {
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-shutdown-'));
+  dirs.push(dir);
+  writeFileSync(join(dir, 'anchors.pem'), TRUST_ANCHORS);
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), 'serve', '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0',
+      '--tls-dir', join(dir, 'tls'), '--trust-anchors', join(dir, 'anchors.pem'), '--log-format', 'json', ...extra],
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  running.push(child);
+  const logs: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const listening = new Promise<{ webhook: string; admin: string }>((resolve, reject) => {
+    let buffer = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString();
+      let nl;
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        logs.push(line);
+        const entry = JSON.parse(line) as Record<string, string>;
+        if (entry['msg'] === 'proxy-injector listening') resolve({ webhook: entry['webhook'] ?? '', admin: entry['admin'] ?? '' });
+      }
+    });
+    child.stderr?.on('data', (chunk: Buffer) => logs.push(chunk.toString()));
+    void exited.then((code) => reject(new Error(`serve exited with ${code}: ${logs.join('\n')}`)));
+  });
+  const urls = await listening;
+  return { child, webhookUrl: urls.webhook, adminUrl: urls.admin, ca: readFileSync(join(dir, 'tls', 'ca.crt'), 'utf8'), exited, logs };
+}
+
+function ready(adminUrl: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    get(`${adminUrl}/ready`, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    }).on('error', reject);
+  });
+}
+
+const body = JSON.stringify(admissionReview(pod({ annotations: { 'linkerd.io/inject': 'enabled' } })));
+
+describe('SIGTERM', () => {
+  it('fails readiness, finishes every in-flight request, refuses new ones, exits 0', async () => {
+    const served = await serve(['--shutdown-delay', '400ms', '--shutdown-timeout', '5s']);
+    expect(await ready(served.adminUrl)).toBe(200);
+
+    let halves = 0;
+    const allHalves = new Promise<void>((resolve) => {
+      const inFlight = 5;
+      (served as { onHalf?: () => void }).onHalf = () => {
+        if (++halves === inFlight) resolve();
+      };
+    });
+    const requests = Array.from({ length: 5 }, () =>
+      httpsPost(served.webhookUrl, {
+        ca: served.ca,
+        body,
+        splitBodyMs: 900,
+        onFirstHalf: () => (served as { onHalf?: () => void }).onHalf?.(),
+      }),
+    );
+    await allHalves;
+    served.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await ready(served.adminUrl)).toBe(503);
+
+    const results = await Promise.all(requests);
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(results.every((r) => JSON.parse(r.body).response.patchType === 'JSONPatch')).toBe(true);
+
+    await expect(httpsPost(served.webhookUrl, { ca: served.ca, body })).rejects.toThrow(/ECONNREFUSED|ECONNRESET|socket hang up/);
+    expect(await served.exited).toBe(0);
+    expect(served.logs.some((l) => l.includes('"clean":true'))).toBe(true);
+  }, 20_000);
+
+  it('a request that never finishes cannot hold the process past the timeout', async () => {
+    const served = await serve(['--shutdown-timeout', '500ms']);
+    const started = Date.now();
+    const stuck = httpsPost(served.webhookUrl, { ca: served.ca, body, splitBodyMs: 60_000 }).catch((err: Error) => err);
+    await new Promise((r) => setTimeout(r, 300));
+    served.child.kill('SIGTERM');
+    expect(await served.exited).toBe(1);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(await stuck).toBeInstanceOf(Error);
+    expect(served.logs.some((l) => l.includes('did not finish in time'))).toBe(true);
+  }, 20_000);
+
+  it('refuses bad flags with a clear message and exit code 1', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), 'serve', '--tls-min-version', '1.1'], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    running.push(child);
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code).toBe(1);
+    expect(stderr).toBe('proxy-injector: --tls-min-version "1.1": expected 1.2 or 1.3\n');
+  }, 20_000);
+});

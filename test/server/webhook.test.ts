@@ -1,0 +1,222 @@
+/** The webhook application in-process (no sockets): envelopes, round trips, bad input, failures, metrics. */
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AdmissionSources } from '../../src/admission/handler.js';
+import { InjectorMetrics } from '../../src/server/metrics.js';
+import { buildWebhookApp, MAX_BODY_BYTES } from '../../src/server/webhook.js';
+import { admissionReview, decodedPatch } from '../support/admission.js';
+import { applied, names, pod, testConfig } from '../support/engine.js';
+
+const silent = pino({ level: 'silent' });
+const apps: Array<{ close(): Promise<unknown> }> = [];
+
+function setup(overrides: Partial<AdmissionSources> = {}) {
+  const metrics = new InjectorMetrics({ processMetrics: false });
+  const admitted: Array<{ dryRun: boolean | undefined; outcome: string | undefined }> = [];
+  const config = testConfig();
+  const app = buildWebhookApp({
+    sources: { config: () => config, namespaceAnnotations: () => undefined, ...overrides },
+    metrics,
+    logger: silent,
+    onAdmitted: (handled, request) => admitted.push({ dryRun: request.dryRun, outcome: handled.result?.outcome }),
+  });
+  apps.push(app);
+  return { app, metrics, admitted };
+}
+
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((a) => a.close()));
+});
+
+const enabledPod = () => pod({ annotations: { 'linkerd.io/inject': 'enabled' } });
+
+async function post(app: ReturnType<typeof setup>['app'], body: unknown, contentType = 'application/json') {
+  return app.inject({
+    method: 'POST',
+    url: '/',
+    headers: { 'content-type': contentType },
+    payload: typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body),
+  });
+}
+
+describe('round trips', () => {
+  it.each(['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'])('%s: echoes apiVersion, kind and uid; the patch applies', async (apiVersion) => {
+    const { app } = setup();
+    const review = admissionReview(enabledPod(), { apiVersion, uid: 'uid-1' });
+    const res = await post(app, review);
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    const body = res.json();
+    expect(body.apiVersion).toBe(apiVersion);
+    expect(body.kind).toBe('AdmissionReview');
+    expect(body.response.uid).toBe('uid-1');
+    expect(body.response.allowed).toBe(true);
+    expect(body.response.patchType).toBe('JSONPatch');
+    const result = applied(review.request.object, decodedPatch(body)) as Record<string, any>;
+    expect(names(result.spec.containers)).toEqual(['linkerd-proxy', 'app']);
+    expect(names(result.spec.initContainers)).toEqual(['linkerd-init']);
+    expect(result.metadata.annotations['linkerd.io/created-by']).toBe('linkerd/proxy-injector edge-26.8.3');
+  });
+
+  it('a pod that does not ask for injection is allowed with no patch', async () => {
+    const { app } = setup();
+    const res = await post(app, admissionReview(pod()));
+    expect(res.json().response).toEqual({ uid: expect.any(String), allowed: true });
+  });
+
+  it('the namespace annotation enables injection', async () => {
+    const { app } = setup({ namespaceAnnotations: (ns) => (ns === 'shop' ? { 'linkerd.io/inject': 'enabled' } : undefined) });
+    const res = await post(app, admissionReview(pod()));
+    expect(decodedPatch(res.json()).some((op) => op.path === '/spec/containers/0')).toBe(true);
+  });
+
+  it('Services get the opaque-ports annotation only', async () => {
+    const { app } = setup();
+    const svc = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'db' }, spec: { ports: [{ port: 5432 }] } };
+    const res = await post(app, admissionReview(svc, { kind: 'Service' }));
+    expect(decodedPatch(res.json())).toEqual([
+      { op: 'add', path: '/metadata/annotations', value: {} },
+      { op: 'add', path: '/metadata/annotations/config.linkerd.io~1opaque-ports', value: '5432' },
+    ]);
+  });
+
+  it('ignored annotation values come back as warnings kubectl will show', async () => {
+    const { app } = setup();
+    const res = await post(app, admissionReview(pod({ annotations: { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/admin-port': 'x' } })));
+    expect(res.json().response.warnings).toEqual([
+      'ignored annotation config.linkerd.io/admin-port="x": not a port number (1-65535)',
+    ]);
+  });
+
+  it('operations other than CREATE are allowed untouched', async () => {
+    const { app } = setup();
+    const res = await post(app, admissionReview(enabledPod(), { operation: 'UPDATE' }));
+    expect(res.json().response).toEqual({ uid: expect.any(String), allowed: true });
+  });
+
+  it('a dry run is answered the same way and reported as a dry run to side-effect hooks', async () => {
+    const { app, admitted } = setup();
+    const res = await post(app, admissionReview(enabledPod(), { dryRun: true }));
+    expect(res.json().response.patchType).toBe('JSONPatch');
+    expect(admitted).toEqual([{ dryRun: true, outcome: 'injected' }]);
+  });
+});
+
+describe('bad input gets a status and a one-line reason', () => {
+  const valid = admissionReview(pod());
+  const without = (key: string) => ({ ...valid, request: { ...valid['request'], [key]: undefined } });
+  it.each([
+    ['a body that is not JSON', '{"apiVersion": ', 'application/json', 400, /^the body is not valid JSON/],
+    ['an empty body', '', 'application/json', 400, /^the body is empty$/],
+    ['a JSON array', '[]', 'application/json', 400, /^the body is not a JSON object$/],
+    ['the wrong kind', { ...valid, kind: 'ConversionReview' }, 'application/json', 400, /unsupported kind "ConversionReview"/],
+    ['the wrong apiVersion', { ...valid, apiVersion: 'admission.k8s.io/v2' }, 'application/json', 400, /unsupported apiVersion/],
+    ['no request', { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }, 'application/json', 400, /has no request$/],
+    ['no uid', without('uid'), 'application/json', 400, /has no uid$/],
+    ['an object that cannot be decoded', { ...valid, request: { ...valid['request'], object: 'pod' } }, 'application/json', 400, /cannot be decoded/],
+    ['a text body', JSON.stringify(valid), 'text/plain', 415, /must be application\/json/],
+    ['a YAML body', 'kind: AdmissionReview', 'application/yaml', 415, /must be application\/json/],
+  ])('%s', async (_what, body, contentType, status, reason) => {
+    const { app, metrics } = setup();
+    const res = await post(app, body, contentType);
+    expect(res.statusCode).toBe(status);
+    expect(res.headers['content-type']).toMatch(/^text\/plain/);
+    expect(res.body.endsWith('\n')).toBe(true);
+    expect(res.body.trimEnd().includes('\n')).toBe(false);
+    expect(res.body.trimEnd()).toMatch(reason);
+    expect(await metrics.metrics()).not.toMatch(/^proxy_inject_admission_requests_total\{/m);
+  });
+
+  it('a body over 10 MiB is refused with 413 without being parsed', async () => {
+    const { app } = setup();
+    const big = JSON.stringify({ ...valid, padding: 'x'.repeat(MAX_BODY_BYTES) });
+    const res = await post(app, big);
+    expect(res.statusCode).toBe(413);
+    expect(res.body).toMatch(/larger than 10485760 bytes/);
+  });
+
+  it('a body just under the limit is accepted', async () => {
+    const { app } = setup();
+    const padded = admissionReview(pod({ annotations: { note: 'x'.repeat(MAX_BODY_BYTES - 4096) } }));
+    const res = await post(app, padded);
+    expect(res.statusCode).toBe(200);
+  });
+
+  it('other methods and paths get 404 with a hint', async () => {
+    const { app } = setup();
+    const res = await app.inject({ method: 'GET', url: '/' });
+    expect(res.statusCode).toBe(404);
+    expect(res.body).toMatch(/POST AdmissionReviews to \//);
+  });
+
+  it('prototype-poisoning keys are dropped, not obeyed', async () => {
+    const { app } = setup();
+    const res = await post(app, `{"__proto__":{"polluted":1},${JSON.stringify(admissionReview(pod())).slice(1)}`);
+    expect(res.statusCode).toBe(200);
+    expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
+  });
+});
+
+describe('failures while handling a valid request', () => {
+  const broken = () => {
+    throw new Error('cannot read the values file /etc/linkerd/values: ENOENT');
+  };
+
+  it('deny a pod that asks for injection: HTTP 200, allowed false, the reason, counted', async () => {
+    const { app, metrics } = setup({ config: broken });
+    const res = await post(app, admissionReview(enabledPod(), { uid: 'u-9' }));
+    expect(res.statusCode).toBe(200);
+    expect(res.json().response).toEqual({
+      uid: 'u-9',
+      allowed: false,
+      status: { code: 500, message: 'proxy-injector: cannot read the values file /etc/linkerd/values: ENOENT' },
+    });
+    expect(await metrics.metrics()).toMatch(/^proxy_inject_admission_failures_total\{code="HANDLER_ERROR",denied="true"\} 1$/m);
+  });
+
+  it('admit a pod that does not ask for injection, with a warning', async () => {
+    const { app, metrics } = setup({ config: broken });
+    const res = await post(app, admissionReview(pod()));
+    expect(res.json().response.allowed).toBe(true);
+    expect(res.json().response.patch).toBeUndefined();
+    expect(res.json().response.warnings[0]).toMatch(/could not evaluate this object .*ENOENT.*does not ask for injection/);
+    expect(await metrics.metrics()).toMatch(/^proxy_inject_admission_failures_total\{code="HANDLER_ERROR",denied="false"\} 1$/m);
+  });
+
+  it('missing trust anchors deny with the engine’s code', async () => {
+    const config = testConfig((v) => (v.identityTrustAnchorsPEM = ''));
+    const { app, metrics } = setup({ config: () => config });
+    const res = await post(app, admissionReview(enabledPod()));
+    expect(res.json().response.allowed).toBe(false);
+    expect(res.json().response.status.message).toMatch(/no identity trust anchors/);
+    expect(await metrics.metrics()).toMatch(/code="MISSING_TRUST_ANCHORS",denied="true"/);
+  });
+
+  it('a namespace lookup that throws is a failure, not a crash', async () => {
+    const { app } = setup({
+      namespaceAnnotations: () => Promise.reject(new Error('namespace shop is not known yet')),
+    });
+    const res = await post(app, admissionReview(enabledPod()));
+    expect(res.statusCode).toBe(200);
+    expect(res.json().response).toMatchObject({ allowed: false, status: { message: 'proxy-injector: namespace shop is not known yet' } });
+  });
+});
+
+describe('metrics', () => {
+  it('count requests and responses with Linkerd’s labels', async () => {
+    const { app, metrics } = setup({ owner: () => ({ kind: 'deployment', name: 'web' }) });
+    await post(app, admissionReview(pod({ annotations: { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-cpu-request': '100m' } })));
+    await post(app, admissionReview(pod({ annotations: { 'linkerd.io/inject': 'disabled' } })));
+    const text = await metrics.metrics();
+    const requests = text.split('\n').filter((l) => l.startsWith('proxy_inject_admission_requests_total{'));
+    expect(requests).toHaveLength(2);
+    expect(requests[0]).toMatch(/owner_kind="deployment",namespace="shop",annotation_at="workload",/);
+    expect(requests[0]).toMatch(/,proxy_cpu_request="100m",/);
+    expect(requests[0]).toMatch(/,proxy_enable_native_sidecar="",proxy_additional_env=""} 1$/);
+    const responses = text.split('\n').filter((l) => l.startsWith('proxy_inject_admission_responses_total{'));
+    expect(responses.some((l) => /skip="false",skip_reason=""/.test(l))).toBe(true);
+    expect(responses.some((l) => /skip="true",skip_reason="injection_enable_annotation_absent"/.test(l))).toBe(true);
+    expect(text).toMatch(/^proxy_inject_admission_duration_seconds_count\{outcome="injected"\} 1$/m);
+    expect(text).toMatch(/^proxy_inject_admission_duration_seconds_count\{outcome="skipped"\} 1$/m);
+  });
+});
