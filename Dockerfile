@@ -15,6 +15,7 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY examples ./examples
 USER node
-# Node runs as PID 1 directly (not through npm) so that it receives SIGTERM.
+EXPOSE 8443 9995
+# Node runs as PID 1 directly (not through npm) so that it receives SIGTERM and shuts down gracefully.
 ENTRYPOINT ["node", "dist/cli/main.js"]
-CMD ["example"]
+CMD ["serve", "--tls-dir", "/var/run/proxy-injector/tls"]
