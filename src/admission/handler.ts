@@ -7,6 +7,7 @@ import {
   type InjectorConfig,
   type Owner,
 } from '../engine/index.js';
+import { INJECT_ANNOTATION } from '../engine/names.js';
 import { stringMap } from '../engine/workload.js';
 import { boundedWarnings } from './review.js';
 import type { AdmissionRequest, AdmissionResponse } from './types.js';
@@ -41,11 +42,22 @@ function allow(uid: string, warnings?: string[]): AdmissionResponse {
   return response;
 }
 
-/** Whether the object asks for injection at all, read from annotations alone (no configuration needed). */
-function wantsInjection(object: Record<string, unknown>, nsAnnotations: Record<string, string>): boolean {
+const ownAnnotations = (object: Record<string, unknown>): Record<string, string> => {
   const metadata = object['metadata'];
-  const own = stringMap(isObject(metadata) ? metadata['annotations'] : undefined);
-  return !injectAnnotationDecision('webhook', own, nsAnnotations).disabled;
+  return stringMap(isObject(metadata) ? metadata['annotations'] : undefined);
+};
+
+/**
+ * Whether an object can be admitted unchanged although it could not be evaluated. Without the configuration, only
+ * objects that ask for injection need it. Without the namespace's annotations, any pod might be enabled (or
+ * configured) by them, so only a pod that opts out itself is safe to admit; a Service only loses its opaque-ports
+ * annotation.
+ */
+function safeToAdmitUnevaluated(kind: string, object: Record<string, unknown>, nsAnnotations: Record<string, string>, code: string): boolean {
+  if (kind.toLowerCase() !== 'pod') return true;
+  const own = ownAnnotations(object);
+  if (code === 'NAMESPACE_UNKNOWN') return own[INJECT_ANNOTATION] === 'disabled';
+  return injectAnnotationDecision('webhook', own, nsAnnotations).disabled;
 }
 
 /**
@@ -81,9 +93,10 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
     }
     return { response, result, ...(owner && { owner }) };
   } catch (err) {
-    const code = isEngineError(err) ? err.code : 'HANDLER_ERROR';
+    const own = (err as { code?: unknown })?.code;
+    const code = isEngineError(err) ? err.code : typeof own === 'string' ? own : 'HANDLER_ERROR';
     const message = err instanceof Error ? err.message : String(err);
-    if (!wantsInjection(object, nsAnnotations)) {
+    if (safeToAdmitUnevaluated(kind, object, nsAnnotations, code)) {
       return {
         response: allow(uid, [`proxy-injector could not evaluate this object (${message}); it does not ask for injection`]),
         failure: { code, message },

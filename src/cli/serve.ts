@@ -1,9 +1,11 @@
 /** `proxy-injector serve`: runs the admission webhook, configured by flags or PROXY_INJECTOR_* environment variables. */
 import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
-import { FileConfigSource } from '../cluster/config-files.js';
+import { createContext, type EventPolicy } from '../cluster/context.js';
+import { connectToCluster } from '../cluster/kubeconfig.js';
 import { parseGoDuration } from '../engine/parsers.js';
 import { createLogger, LOG_LEVELS, type LogFormat } from '../server/logger.js';
+import { InjectorMetrics } from '../server/metrics.js';
 import { startServer } from '../server/start.js';
 
 const HELP = `Usage: proxy-injector serve [options]
@@ -21,10 +23,16 @@ Options:
                                proxy-injector.linkerd.svc (repeatable, or comma-separated)
   --tls-min-version 1.2|1.3    oldest TLS version accepted (default 1.3)
   --values FILE                Linkerd values YAML (the 'values' key of ConfigMap linkerd-config),
-                               re-read when it changes (default: embedded defaults)
+                               re-read when it changes. Default: Linkerd's mounted ConfigMap at
+                               /var/run/linkerd/config/values if present, else the ConfigMap watched
+                               through the API when there is a cluster, else embedded defaults
   --trust-anchors FILE         identity trust anchors PEM (the ca-bundle.crt of ConfigMap
-                               linkerd-identity-trust-roots)
+                               linkerd-identity-trust-roots); default found like --values
   --linkerd-namespace NS       control-plane namespace (default linkerd)
+  --kubeconfig FILE            cluster credentials (default: in-cluster service account, else
+                               $KUBECONFIG or ~/.kube/config, else run without a cluster)
+  --events POLICY              Kubernetes Events on the pod's workload: all (as Linkerd), relevant
+                               (no InjectionSkipped for pods nobody asked to mesh), none (default relevant)
   --log-level LEVEL            trace, debug, info, warn, error, fatal or silent (default info)
   --log-format FORMAT          json, pretty, or auto: pretty on a terminal (default auto)
   --shutdown-delay DURATION    keep serving this long after SIGTERM so endpoints drop the pod first (default 0s)
@@ -41,6 +49,8 @@ const OPTIONS = {
   values: { type: 'string' },
   'trust-anchors': { type: 'string' },
   'linkerd-namespace': { type: 'string', default: 'linkerd' },
+  kubeconfig: { type: 'string' },
+  events: { type: 'string', default: 'relevant' },
   'log-level': { type: 'string', default: 'info' },
   'log-format': { type: 'string', default: 'auto' },
   'shutdown-delay': { type: 'string', default: '0s' },
@@ -84,17 +94,21 @@ export async function runServe(argv: string[]): Promise<number> {
   const shutdownDelayMs = durationMs('shutdown-delay', opts['shutdown-delay']);
   const shutdownTimeoutMs = durationMs('shutdown-timeout', opts['shutdown-timeout']);
   const sans = (opts['tls-san'] ?? []).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+  const events = opts.events as EventPolicy;
+  if (!['all', 'relevant', 'none'].includes(events)) throw new Error(`--events ${JSON.stringify(events)}: expected all, relevant or none`);
 
   const logger = createLogger({ level, format });
-  const config = new FileConfigSource({
+  const metrics = new InjectorMetrics();
+  const cluster = connectToCluster(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {});
+  const context = createContext({
+    cluster,
+    controlPlaneNamespace: opts['linkerd-namespace'],
     ...(opts.values && { valuesPath: opts.values }),
     ...(opts['trust-anchors'] && { trustAnchorsPath: opts['trust-anchors'] }),
-    controlPlaneNamespace: opts['linkerd-namespace'],
     logger,
+    metrics,
+    events,
   });
-  logger.info(
-    'no Kubernetes cluster configured: namespace annotations are unknown, so each pod\'s own linkerd.io/inject annotation decides',
-  );
 
   const server = await startServer({
     addr: opts.addr,
@@ -102,8 +116,12 @@ export async function runServe(argv: string[]): Promise<number> {
     tlsDir: opts['tls-dir'],
     tlsSans: sans,
     tlsMinVersion: minVersion === '1.2' ? 'TLSv1.2' : 'TLSv1.3',
-    config,
-    namespaceAnnotations: () => undefined,
+    config: context.config,
+    namespaceAnnotations: context.namespaceAnnotations,
+    ...(context.owner && { owner: context.owner }),
+    onAdmitted: context.onAdmitted,
+    extraReadiness: context.notReadyBecause,
+    metrics,
     logger,
     shutdownDelayMs,
     shutdownTimeoutMs,
@@ -118,7 +136,13 @@ export async function runServe(argv: string[]): Promise<number> {
         resolve(1);
         return;
       }
-      void server.shutdown(signal).then((clean) => resolve(clean ? 0 : 1));
+      void server
+        .shutdown(signal)
+        .then(async (clean) => {
+          await context.stop();
+          return clean;
+        })
+        .then((clean) => resolve(clean ? 0 : 1));
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);

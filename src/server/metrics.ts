@@ -16,6 +16,14 @@ export class InjectorMetrics {
   private readonly responses: Counter;
   private readonly duration: Histogram;
   private readonly failures: Counter;
+  /** Linkerd configuration reloads after the first load, by whether the new configuration was applied or refused. */
+  readonly configReloads: Counter;
+  /** Restarts of the watches that feed the caches, by cache and why. */
+  readonly watchRestarts: Counter;
+  /** Namespace annotation lookups, by where the answer came from. */
+  readonly namespaceLookups: Counter;
+  /** Kubernetes Events, by whether writing them worked, failed, or was dropped because too many were waiting. */
+  readonly events: Counter;
 
   constructor(options: { processMetrics?: boolean } = {}) {
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -42,6 +50,30 @@ export class InjectorMetrics {
       name: 'proxy_inject_admission_failures_total',
       help: 'Admission requests that could not be evaluated (the object was denied if it asked for injection), by code.',
       labelNames: ['code', 'denied'],
+      registers: [this.registry],
+    });
+    this.configReloads = new Counter({
+      name: 'proxy_inject_config_reloads_total',
+      help: 'Changes of the Linkerd configuration seen after the first load, by result (applied or refused).',
+      labelNames: ['result'],
+      registers: [this.registry],
+    });
+    this.watchRestarts = new Counter({
+      name: 'proxy_inject_watch_restarts_total',
+      help: 'Restarts of the watches feeding the caches, by cache and reason (error or watchdog).',
+      labelNames: ['informer', 'reason'],
+      registers: [this.registry],
+    });
+    this.namespaceLookups = new Counter({
+      name: 'proxy_inject_namespace_lookups_total',
+      help: 'Namespace annotation lookups, by result: cache, read (a direct read after a cache miss) or failed.',
+      labelNames: ['result'],
+      registers: [this.registry],
+    });
+    this.events = new Counter({
+      name: 'proxy_inject_events_total',
+      help: 'Kubernetes Events the injector recorded, by result: written, failed or dropped.',
+      labelNames: ['result'],
       registers: [this.registry],
     });
   }

@@ -202,6 +202,30 @@ describe('failures while handling a valid request', () => {
   });
 });
 
+describe('a namespace whose annotations cannot be read', () => {
+  const unknown = () => Promise.reject(Object.assign(new Error('the annotations of namespace shop are not known yet (timeout)'), { code: 'NAMESPACE_UNKNOWN' }));
+
+  it.each([
+    ['a pod without its own annotation (the namespace might enable it)', pod(), false],
+    ['a pod that asks for injection (the namespace might configure it)', pod({ annotations: { 'linkerd.io/inject': 'enabled' } }), false],
+    ['a pod that opts out itself', pod({ annotations: { 'linkerd.io/inject': 'disabled' } }), true],
+  ])('%s: allowed %s', async (_what, object, allowed) => {
+    const { app, metrics } = setup({ namespaceAnnotations: unknown });
+    const res = await post(app, admissionReview(object));
+    expect(res.statusCode).toBe(200);
+    expect(res.json().response.allowed).toBe(allowed);
+    if (!allowed) expect(res.json().response.status.message).toMatch(/namespace shop are not known yet/);
+    expect(await metrics.metrics()).toMatch(new RegExp(`code="NAMESPACE_UNKNOWN",denied="${!allowed}"`));
+  });
+
+  it('a Service is admitted unchanged', async () => {
+    const { app } = setup({ namespaceAnnotations: unknown });
+    const svc = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'db' }, spec: { ports: [{ port: 5432 }] } };
+    const res = await post(app, admissionReview(svc, { kind: 'Service' }));
+    expect(res.json().response.allowed).toBe(true);
+  });
+});
+
 describe('metrics', () => {
   it('count requests and responses with Linkerd’s labels', async () => {
     const { app, metrics } = setup({ owner: () => ({ kind: 'deployment', name: 'web' }) });

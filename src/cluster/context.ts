@@ -1,0 +1,150 @@
+/** Wires the cluster into the server: configuration, namespace annotations, owners, events and readiness. */
+import { existsSync } from 'node:fs';
+import type { Logger } from 'pino';
+import type { AdmissionSources, HandledAdmission } from '../admission/handler.js';
+import type { AdmissionRequest } from '../admission/types.js';
+import type { InjectorMetrics } from '../server/metrics.js';
+import { FileConfigSource, type ConfigSource } from './config-files.js';
+import { apiEventSink, EventRecorder, type PendingEvent } from './events.js';
+import type { ClusterConnection } from './kubeconfig.js';
+import { ApiConfigSource } from './linkerd-config.js';
+import { NamespaceCache } from './namespaces.js';
+import { apiOwnerLookup, OwnerResolver, type ResolvedOwner } from './owners.js';
+
+/** Where Linkerd's own injector finds the two ConfigMaps when they are mounted. */
+export const LINKERD_VALUES_PATH = '/var/run/linkerd/config/values';
+export const LINKERD_TRUST_ROOTS_PATH = '/var/run/linkerd/identity/trust-roots/ca-bundle.crt';
+
+/** Which skipped pods get an InjectionSkipped event. */
+export type EventPolicy = 'all' | 'relevant' | 'none';
+
+export interface ContextOptions {
+  cluster: ClusterConnection | undefined;
+  controlPlaneNamespace: string;
+  valuesPath?: string;
+  trustAnchorsPath?: string;
+  logger: Logger;
+  metrics: InjectorMetrics;
+  events: EventPolicy;
+  /** Checked for Linkerd's mounted ConfigMaps; tests point it elsewhere. */
+  linkerdPaths?: { values: string; trustRoots: string };
+}
+
+export interface InjectorContext {
+  config: ConfigSource;
+  namespaceAnnotations: AdmissionSources['namespaceAnnotations'];
+  owner?: AdmissionSources['owner'];
+  onAdmitted: (handled: HandledAdmission, request: AdmissionRequest) => void;
+  /** What is still missing before the injector can answer correctly. */
+  notReadyBecause(): string[];
+  stop(): Promise<void>;
+}
+
+const INJECTED_MESSAGE = 'Linkerd sidecar proxy injected';
+const SKIPPED_PREFIX = 'Linkerd sidecar proxy injection skipped: ';
+
+/**
+ * The Event an admission deserves, if any: Injected, or InjectionSkipped with Linkerd's reason texts, on the pod's
+ * workload. None for a dry run (no side effects), for Services, and for a pod with neither an owner nor a name yet.
+ * With the "relevant" policy, pods that nobody asked to mesh get none.
+ */
+export function eventFor(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): PendingEvent | undefined {
+  if (request.dryRun || policy === 'none') return undefined;
+  const result = handled.result;
+  const owner = handled.owner as ResolvedOwner | undefined;
+  if (!result || !owner || result.kind !== 'pod') return undefined;
+  const podName = (request.object as { metadata?: { name?: string } } | undefined)?.metadata?.name;
+  if (owner.kind === 'pod' && !podName) return undefined;
+  if (result.outcome === 'injected') return { target: owner, type: 'Normal', reason: 'Injected', message: INJECTED_MESSAGE };
+  if (policy === 'relevant' && result.reasons.every((r) => r.code === 'injection_enable_annotation_absent')) return undefined;
+  return {
+    target: owner,
+    type: 'Normal',
+    reason: 'InjectionSkipped',
+    message: `${SKIPPED_PREFIX}${result.reasons.map((r) => r.text).join(', ')}`,
+  };
+}
+
+/**
+ * Chooses the configuration source: files given on the command line, else Linkerd's mounted ConfigMaps, else (with a
+ * cluster) the ConfigMaps watched through the API, else the embedded defaults.
+ */
+export function createContext(options: ContextOptions): InjectorContext {
+  const { cluster, logger, metrics } = options;
+  const paths = options.linkerdPaths ?? { values: LINKERD_VALUES_PATH, trustRoots: LINKERD_TRUST_ROOTS_PATH };
+  const onReload = (applied: boolean): void => {
+    metrics.configReloads.inc({ result: applied ? 'applied' : 'refused' });
+  };
+  let config: ConfigSource;
+  let apiConfig: ApiConfigSource | undefined;
+  const mounted = existsSync(paths.values);
+  if (options.valuesPath || options.trustAnchorsPath || mounted || !cluster) {
+    const valuesPath = options.valuesPath ?? (mounted ? paths.values : undefined);
+    const trustAnchorsPath = options.trustAnchorsPath ?? (mounted && existsSync(paths.trustRoots) ? paths.trustRoots : undefined);
+    config = new FileConfigSource({
+      ...(valuesPath && { valuesPath }),
+      ...(trustAnchorsPath && { trustAnchorsPath }),
+      controlPlaneNamespace: options.controlPlaneNamespace,
+      logger,
+      onReload,
+    });
+  } else {
+    apiConfig = new ApiConfigSource({
+      kubeConfig: cluster.kubeConfig,
+      controlPlaneNamespace: options.controlPlaneNamespace,
+      logger,
+      onReload,
+      onRestart: (reason) => metrics.watchRestarts.inc({ informer: 'linkerd-config', reason }),
+    });
+    apiConfig.start();
+    config = apiConfig;
+  }
+
+  if (!cluster) {
+    logger.info("no Kubernetes cluster configured: namespace annotations are unknown, so each pod's own linkerd.io/inject annotation decides");
+    return {
+      config,
+      namespaceAnnotations: () => undefined,
+      onAdmitted: () => {},
+      notReadyBecause: () => [],
+      stop: async () => config.close(),
+    };
+  }
+
+  logger.info({ source: cluster.source, server: cluster.server }, 'using Kubernetes cluster');
+  const namespaces = new NamespaceCache({
+    kubeConfig: cluster.kubeConfig,
+    logger,
+    onRestart: (reason) => metrics.watchRestarts.inc({ informer: 'namespaces', reason }),
+    onLookup: (result) => metrics.namespaceLookups.inc({ result }),
+  });
+  namespaces.start();
+  const owners = new OwnerResolver(apiOwnerLookup(cluster.kubeConfig), logger);
+  const recorder = new EventRecorder({
+    sink: apiEventSink(cluster.kubeConfig),
+    logger,
+    onDropped: () => metrics.events.inc({ result: 'dropped' }),
+    onWritten: (ok) => metrics.events.inc({ result: ok ? 'written' : 'failed' }),
+  });
+
+  const onAdmitted = (handled: HandledAdmission, request: AdmissionRequest): void => {
+    const event = eventFor(handled, request, options.events);
+    if (event) recorder.record(event);
+  };
+
+  return {
+    config,
+    namespaceAnnotations: (namespace) => namespaces.annotations(namespace),
+    owner: (request, pod) => owners.resolve(pod, request.namespace ?? ''),
+    onAdmitted,
+    notReadyBecause: () => [
+      ...(namespaces.hasSynced ? [] : ['the namespace cache has not synced']),
+      ...(apiConfig && !apiConfig.hasSynced ? ['the Linkerd ConfigMaps have not been listed'] : []),
+    ],
+    stop: async () => {
+      await recorder.close();
+      await namespaces.stop();
+      config.close();
+    },
+  };
+}

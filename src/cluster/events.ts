@@ -1,0 +1,167 @@
+/**
+ * Kubernetes Events on the workload a pod belongs to, written in the background so an admission never waits on them.
+ * Repeats (the pods of one rollout) are folded into one Event whose count grows, as kubectl shows them.
+ */
+import { hostname } from 'node:os';
+import { CoreV1Api, PatchStrategy, setHeaderOptions, type CoreV1Event, type KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { apiErrorMessage, apiStatus, withTimeout } from './kubeconfig.js';
+import type { ResolvedOwner } from './owners.js';
+
+export const EVENT_COMPONENT = 'linkerd-proxy-injector';
+
+export interface EventSink {
+  create(namespace: string, event: CoreV1Event): Promise<void>;
+  /** Sets the count and last timestamp of an Event created before. */
+  bump(namespace: string, name: string, count: number, last: Date): Promise<void>;
+}
+
+export interface PendingEvent {
+  target: ResolvedOwner;
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+interface Series {
+  /** Name of the Event object once created. */
+  name?: string;
+  count: number;
+  /** Occurrences not yet written. */
+  unsent: number;
+  first: Date;
+  last: Date;
+  event: PendingEvent;
+}
+
+export interface EventRecorderOptions {
+  sink: EventSink;
+  logger: Logger;
+  /** Repeats within this window update one Event (default 10 minutes). */
+  windowMs?: number;
+  /** Most series waiting to be written; beyond it new ones are dropped and counted (default 1000). */
+  maxPending?: number;
+  onDropped?: () => void;
+  onWritten?: (ok: boolean) => void;
+}
+
+export class EventRecorder {
+  private readonly series = new Map<string, Series>();
+  private readonly queue: string[] = [];
+  private draining: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(private readonly options: EventRecorderOptions) {}
+
+  /** Queues an event; returns at once. */
+  record(event: PendingEvent): void {
+    if (this.closed || !event.target.name) return;
+    const t = event.target;
+    const key = [t.namespace, t.apiKind, t.name, t.uid ?? '', event.type, event.reason, event.message].join('\u0000');
+    const now = new Date();
+    let s = this.series.get(key);
+    if (s && now.getTime() - s.first.getTime() > (this.options.windowMs ?? 600_000)) {
+      this.series.delete(key);
+      s = undefined;
+    }
+    if (!s) {
+      if (this.queue.length >= (this.options.maxPending ?? 1000)) {
+        this.options.onDropped?.();
+        return;
+      }
+      s = { count: 0, unsent: 0, first: now, last: now, event };
+      this.series.set(key, s);
+      this.evictOld(now);
+    }
+    s.count++;
+    s.unsent++;
+    s.last = now;
+    if (!this.queue.includes(key)) this.queue.push(key);
+    this.draining ??= this.drain().finally(() => {
+      this.draining = undefined;
+    });
+  }
+
+  /** Writes what is queued, waiting at most `timeoutMs`, then refuses new events. */
+  async close(timeoutMs = 2000): Promise<void> {
+    this.closed = true;
+    if (this.draining) await Promise.race([this.draining, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+  }
+
+  private evictOld(now: Date): void {
+    const windowMs = this.options.windowMs ?? 600_000;
+    if (this.series.size < 10_000) return;
+    for (const [key, s] of this.series) {
+      if (now.getTime() - s.first.getTime() > windowMs && s.unsent === 0) this.series.delete(key);
+    }
+  }
+
+  private async drain(): Promise<void> {
+    for (let key = this.queue.shift(); key !== undefined; key = this.queue.shift()) {
+      const s = this.series.get(key);
+      if (!s || s.unsent === 0) continue;
+      const sending = s.unsent;
+      s.unsent = 0;
+      const { target } = s.event;
+      try {
+        if (s.name) {
+          await this.options.sink.bump(target.namespace, s.name, s.count, s.last);
+        } else {
+          const name = `${target.name}.${(s.first.getTime() * 1e6 + Math.floor(Math.random() * 1e6)).toString(16)}`;
+          await this.options.sink.create(target.namespace, {
+            metadata: { name, namespace: target.namespace },
+            involvedObject: {
+              apiVersion: target.apiVersion,
+              kind: target.apiKind,
+              name: target.name,
+              namespace: target.namespace,
+              ...(target.uid && { uid: target.uid }),
+            },
+            reason: s.event.reason,
+            message: s.event.message,
+            type: s.event.type,
+            source: { component: EVENT_COMPONENT },
+            reportingComponent: EVENT_COMPONENT,
+            reportingInstance: hostname(),
+            firstTimestamp: s.first,
+            lastTimestamp: s.last,
+            count: s.count,
+          });
+          s.name = name;
+        }
+        this.options.onWritten?.(true);
+      } catch (err) {
+        if (s.name && apiStatus(err) === 404) {
+          // The Event expired (the API server deletes them after a while): write a new one next.
+          s.name = undefined;
+          s.unsent += sending;
+          this.queue.push(key);
+          continue;
+        }
+        this.options.onWritten?.(false);
+        this.options.logger.warn(
+          { target: `${target.apiKind}/${target.namespace}/${target.name}`, reason: s.event.reason, err: apiErrorMessage(err), occurrences: sending },
+          'could not record event',
+        );
+      }
+    }
+  }
+}
+
+/** Writes Events through the core/v1 API, each call bounded by `timeoutMs`. */
+export function apiEventSink(kubeConfig: KubeConfig, timeoutMs = 5000): EventSink {
+  const api = kubeConfig.makeApiClient(CoreV1Api);
+  return {
+    async create(namespace, body) {
+      await withTimeout(api.createNamespacedEvent({ namespace, body }), timeoutMs, 'creating an event');
+    },
+    async bump(namespace, name, count, last) {
+      const body = { count, lastTimestamp: last.toISOString() };
+      await withTimeout(
+        api.patchNamespacedEvent({ name, namespace, body }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
+        timeoutMs,
+        'updating an event',
+      );
+    },
+  };
+}

@@ -1,0 +1,72 @@
+/** Finding the cluster: in-cluster service account, else KUBECONFIG or ~/.kube/config, else no cluster. */
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+export interface ClusterConnection {
+  kubeConfig: KubeConfig;
+  /** Where the credentials came from, for the startup log. */
+  source: string;
+  server: string;
+}
+
+/**
+ * The cluster to talk to, or undefined when there is none. Unlike `loadFromDefault`, it never falls back to
+ * http://localhost:8080: a process without credentials runs without a cluster and says so.
+ */
+export function connectToCluster(options: { kubeconfig?: string; env?: NodeJS.ProcessEnv } = {}): ClusterConnection | undefined {
+  const env = options.env ?? process.env;
+  const kc = new KubeConfig();
+  let source: string;
+  if (options.kubeconfig) {
+    if (!existsSync(options.kubeconfig)) throw new Error(`--kubeconfig ${options.kubeconfig}: no such file`);
+    kc.loadFromFile(options.kubeconfig);
+    source = options.kubeconfig;
+  } else if (env['KUBERNETES_SERVICE_HOST'] && existsSync(SERVICE_ACCOUNT_TOKEN)) {
+    kc.loadFromCluster();
+    source = 'in-cluster service account';
+  } else {
+    const files = (env['KUBECONFIG'] ?? '').split(delimiter).filter((f) => f !== '' && existsSync(f));
+    const fallback = join(homedir(), '.kube', 'config');
+    if (files.length === 0 && existsSync(fallback)) files.push(fallback);
+    if (files.length === 0) return undefined;
+    // loadFromDefault merges every file of KUBECONFIG, as kubectl does.
+    kc.loadFromDefault();
+    source = files.join(delimiter);
+  }
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error(`the kubeconfig from ${source} has no current cluster`);
+  return { kubeConfig: kc, source, server: cluster.server };
+}
+
+/** Resolves like `promise`, or rejects after `ms` saying what took too long. */
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** The HTTP status of a client-node ApiException, if that is what `err` is. */
+export function apiStatus(err: unknown): number | undefined {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+/** A one-line description of a client-node error (ApiException bodies are raw JSON text in 1.x). */
+export function apiErrorMessage(err: unknown): string {
+  const e = err as { code?: number; body?: unknown; message?: string };
+  if (typeof e?.body === 'string') {
+    try {
+      const status = JSON.parse(e.body) as { message?: string };
+      if (status.message) return `HTTP ${e.code}: ${status.message}`;
+    } catch {
+      // not JSON: fall through to the message
+    }
+  }
+  return (e?.message ?? String(err)).split('\n')[0] ?? String(err);
+}

@@ -1,0 +1,115 @@
+/**
+ * The Linkerd configuration watched through the API: the `values` key of ConfigMap linkerd-config and the
+ * `ca-bundle.crt` of ConfigMap linkerd-identity-trust-roots in the control-plane namespace. A change applies to the
+ * next admission; an invalid one is logged and refused, and the last good configuration stays in force.
+ */
+import { CoreV1Api, type KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { loadValues, withTrustAnchors, type InjectorConfig } from '../engine/index.js';
+import type { ConfigSource } from './config-files.js';
+import { ResilientInformer } from './informer.js';
+
+export const LINKERD_CONFIG = 'linkerd-config';
+export const TRUST_ROOTS = 'linkerd-identity-trust-roots';
+
+export interface ApiConfigOptions {
+  kubeConfig: KubeConfig;
+  controlPlaneNamespace: string;
+  logger: Logger;
+  onReload?: (applied: boolean, error?: Error) => void;
+  onRestart?: (reason: 'error' | 'watchdog') => void;
+  watchdogMs?: number;
+}
+
+export class ApiConfigSource implements ConfigSource {
+  private config: InjectorConfig | undefined;
+  private problem = `ConfigMap ${LINKERD_CONFIG} has not been read yet`;
+  /** The data last turned into a configuration, so unrelated ConfigMap updates cause no reload. */
+  private applied = '';
+  /** The two ConfigMaps' data as the events delivered them (a fresh list arrives before its cache is swapped in). */
+  private valuesText: string | undefined;
+  private anchorsText: string | undefined;
+  private scheduled: NodeJS.Immediate | undefined;
+  private readonly informer: ResilientInformer<V1ConfigMap>;
+
+  constructor(private readonly options: ApiConfigOptions) {
+    const api = options.kubeConfig.makeApiClient(CoreV1Api);
+    const namespace = options.controlPlaneNamespace;
+    this.informer = new ResilientInformer<V1ConfigMap>({
+      name: 'linkerd configuration',
+      kubeConfig: options.kubeConfig,
+      path: `/api/v1/namespaces/${namespace}/configmaps`,
+      list: () => api.listNamespacedConfigMap({ namespace }),
+      logger: options.logger,
+      onChange: (type, cm) => {
+        const name = cm.metadata?.name;
+        if (name === LINKERD_CONFIG) this.valuesText = type === 'delete' ? undefined : cm.data?.['values'];
+        else if (name === TRUST_ROOTS) this.anchorsText = type === 'delete' ? undefined : cm.data?.['ca-bundle.crt'];
+        else return;
+        // Both ConfigMaps usually arrive in one list: build once, after the list has been delivered.
+        this.scheduled ??= setImmediate(() => {
+          this.scheduled = undefined;
+          this.rebuild();
+        });
+      },
+      ...(options.onRestart && { onRestart: options.onRestart }),
+      ...(options.watchdogMs !== undefined && { watchdogMs: options.watchdogMs }),
+    });
+  }
+
+  get loaded(): boolean {
+    return this.config !== undefined;
+  }
+
+  get hasSynced(): boolean {
+    return this.informer.hasSynced;
+  }
+
+  start(): void {
+    this.informer.start();
+  }
+
+  waitForSync(timeoutMs: number): Promise<boolean> {
+    return this.informer.waitForSync(timeoutMs);
+  }
+
+  current(): InjectorConfig {
+    if (this.config) return this.config;
+    throw new Error(`the Linkerd configuration is not loaded: ${this.problem}`);
+  }
+
+  close(): void {
+    if (this.scheduled) clearImmediate(this.scheduled);
+    void this.informer.stop();
+  }
+
+  private rebuild(): void {
+    const ns = this.options.controlPlaneNamespace;
+    const values = this.valuesText;
+    const anchors = this.anchorsText;
+    const fingerprint = `${values ?? ''}\u0000${anchors ?? ''}`;
+    if (fingerprint === this.applied) return;
+    const first = this.config === undefined;
+    try {
+      if (values === undefined) throw new Error(`ConfigMap ${ns}/${LINKERD_CONFIG} has no "values" key`);
+      let parsed = loadValues(values);
+      if (anchors !== undefined) parsed = withTrustAnchors(parsed, anchors);
+      this.config = { values: parsed, controlPlaneNamespace: ns };
+      this.applied = fingerprint;
+      this.options.logger.info(
+        { cniEnabled: parsed.cniEnabled, nativeSidecar: parsed.proxy.nativeSidecar, trustRoots: anchors !== undefined },
+        first ? `loaded Linkerd configuration from ConfigMap ${ns}/${LINKERD_CONFIG}` : `reloaded Linkerd configuration from ConfigMap ${ns}/${LINKERD_CONFIG}`,
+      );
+      if (!first) this.options.onReload?.(true);
+    } catch (err) {
+      const error = err instanceof Error ? err : new Error(String(err));
+      this.applied = fingerprint;
+      if (first) this.problem = error.message;
+      this.options.logger.error(
+        { err: error.message },
+        first ? 'cannot load the Linkerd configuration' : 'refusing the new Linkerd configuration; keeping the last good one',
+      );
+      this.options.onReload?.(false, error);
+    }
+  }
+}

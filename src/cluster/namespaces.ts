@@ -1,0 +1,104 @@
+/** Namespace annotations from a watch-fed cache, with a bounded direct read for a namespace the cache has not seen. */
+import { CoreV1Api, type KubeConfig, type V1Namespace } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { ResilientInformer } from './informer.js';
+import { apiErrorMessage, withTimeout } from './kubeconfig.js';
+
+/** The namespace's annotations could not be had: the admission handler treats this as undecidable. */
+export class NamespaceUnknownError extends Error {
+  override readonly name = 'NamespaceUnknownError';
+  readonly code = 'NAMESPACE_UNKNOWN';
+}
+
+export interface NamespaceCacheOptions {
+  kubeConfig: KubeConfig;
+  logger: Logger;
+  /** Longest a direct read may take when the cache misses (default 2000 ms). */
+  readTimeoutMs?: number;
+  onRestart?: (reason: 'error' | 'watchdog') => void;
+  /** Told whether each lookup was served by the cache, by a direct read, or failed. */
+  onLookup?: (result: 'cache' | 'read' | 'failed') => void;
+  watchdogMs?: number;
+}
+
+const READ_THROUGH_TTL_MS = 60_000;
+
+const annotationsOf = (ns: V1Namespace | undefined): Record<string, string> => ({ ...(ns?.metadata?.annotations ?? {}) });
+
+export class NamespaceCache {
+  private readonly informer: ResilientInformer<V1Namespace>;
+  private readonly api: CoreV1Api;
+  /** Direct reads in progress, so a burst of pods in a new namespace reads it once. */
+  private readonly reading = new Map<string, Promise<Record<string, string>>>();
+  /** Namespaces read directly, until the watch delivers them or a minute passes (a broken watch must not pin them). */
+  private readonly readThrough = new Map<string, { annotations: Record<string, string>; at: number }>();
+
+  constructor(private readonly options: NamespaceCacheOptions) {
+    this.api = options.kubeConfig.makeApiClient(CoreV1Api);
+    this.informer = new ResilientInformer<V1Namespace>({
+      name: 'namespaces',
+      kubeConfig: options.kubeConfig,
+      path: '/api/v1/namespaces',
+      list: () => this.api.listNamespace(),
+      logger: options.logger,
+      onChange: (_type, ns) => {
+        const name = ns.metadata?.name;
+        if (name) this.readThrough.delete(name);
+      },
+      ...(options.onRestart && { onRestart: options.onRestart }),
+      ...(options.watchdogMs !== undefined && { watchdogMs: options.watchdogMs }),
+    });
+  }
+
+  get hasSynced(): boolean {
+    return this.informer.hasSynced;
+  }
+
+  start(): void {
+    this.informer.start();
+  }
+
+  waitForSync(timeoutMs: number): Promise<boolean> {
+    return this.informer.waitForSync(timeoutMs);
+  }
+
+  stop(): Promise<void> {
+    return this.informer.stop();
+  }
+
+  /** The namespace's annotations; throws NamespaceUnknownError when neither the cache nor a direct read has them. */
+  async annotations(name: string): Promise<Record<string, string>> {
+    const cached = this.informer.get(name);
+    if (cached) {
+      this.options.onLookup?.('cache');
+      return annotationsOf(cached);
+    }
+    const readBefore = this.readThrough.get(name);
+    if (readBefore && Date.now() - readBefore.at < READ_THROUGH_TTL_MS) {
+      this.options.onLookup?.('cache');
+      return readBefore.annotations;
+    }
+    let pending = this.reading.get(name);
+    if (!pending) {
+      const timeoutMs = this.options.readTimeoutMs ?? 2000;
+      pending = withTimeout(this.api.readNamespace({ name }), timeoutMs, `reading namespace ${name}`)
+        .then((ns) => {
+          const annotations = annotationsOf(ns);
+          this.readThrough.set(name, { annotations, at: Date.now() });
+          return annotations;
+        })
+        .finally(() => this.reading.delete(name));
+      this.reading.set(name, pending);
+    }
+    try {
+      const annotations = await pending;
+      this.options.onLookup?.('read');
+      return annotations;
+    } catch (err) {
+      this.options.onLookup?.('failed');
+      const why = apiErrorMessage(err);
+      this.options.logger.warn({ namespace: name, err: why }, 'namespace not in the cache and could not be read');
+      throw new NamespaceUnknownError(`the annotations of namespace ${name} are not known yet (${why})`);
+    }
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * The workload that owns a pod, as Linkerd names it: pod → ReplicaSet → Deployment, Job → CronJob, others by kind.
+ * ReplicaSets and Jobs are read once and remembered (all pods of one share it), with a bounded wait for each read.
+ */
+import { AppsV1Api, BatchV1Api, type KubeConfig, type V1OwnerReference } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { Owner } from '../engine/index.js';
+import { apiErrorMessage, withTimeout } from './kubeconfig.js';
+
+/** An owner with what an Event needs to point at it. */
+export interface ResolvedOwner extends Owner {
+  /** The kind as the API spells it, e.g. "Deployment". */
+  apiKind: string;
+  apiVersion: string;
+  namespace: string;
+  uid?: string;
+}
+
+/** Reads a ReplicaSet's or Job's owner references. */
+export interface OwnerLookup {
+  ownersOf(kind: 'ReplicaSet' | 'Job', namespace: string, name: string): Promise<V1OwnerReference[]>;
+}
+
+/** Kinds a ReplicaSet may be named after (Linkerd ignores other owners of a ReplicaSet, e.g. Argo Rollouts). */
+const RS_PARENTS = new Set(['job', 'statefulset', 'daemonset', 'deployment']);
+
+interface PodLike {
+  metadata?: { name?: string; generateName?: string; ownerReferences?: V1OwnerReference[] };
+}
+
+export class OwnerResolver {
+  private readonly cache = new Map<string, { owners: V1OwnerReference[]; at: number }>();
+
+  constructor(
+    private readonly lookup: OwnerLookup,
+    private readonly logger: Logger,
+    private readonly options: { ttlMs?: number; maxEntries?: number } = {},
+  ) {}
+
+  async resolve(pod: PodLike, namespace: string): Promise<ResolvedOwner> {
+    const meta = pod.metadata ?? {};
+    const refs = meta.ownerReferences ?? [];
+    const self: ResolvedOwner = {
+      kind: 'pod',
+      name: meta.name || meta.generateName || '',
+      apiKind: 'Pod',
+      apiVersion: 'v1',
+      namespace,
+    };
+    const [ref] = refs;
+    if (refs.length !== 1 || !ref) return self;
+    const direct = fromRef(ref, namespace);
+    if (ref.kind !== 'ReplicaSet' && ref.kind !== 'Job') return direct;
+    let parents: V1OwnerReference[];
+    try {
+      parents = await this.ownersOf(ref.kind, namespace, ref.name, ref.uid);
+    } catch (err) {
+      this.logger.warn({ owner: `${ref.kind}/${namespace}/${ref.name}`, err: apiErrorMessage(err) }, 'could not read the pod owner; using it as the workload');
+      return direct;
+    }
+    const [parent] = parents;
+    if (parents.length !== 1 || !parent) return direct;
+    if (ref.kind === 'ReplicaSet' && !RS_PARENTS.has(parent.kind.toLowerCase())) return direct;
+    return fromRef(parent, namespace);
+  }
+
+  private async ownersOf(kind: 'ReplicaSet' | 'Job', namespace: string, name: string, uid: string): Promise<V1OwnerReference[]> {
+    const key = `${kind}/${namespace}/${name}/${uid}`;
+    const hit = this.cache.get(key);
+    const ttl = this.options.ttlMs ?? 600_000;
+    if (hit && Date.now() - hit.at < ttl) return hit.owners;
+    const owners = await this.lookup.ownersOf(kind, namespace, name);
+    const max = this.options.maxEntries ?? 4096;
+    if (this.cache.size >= max) {
+      const oldest = this.cache.keys().next().value;
+      if (oldest !== undefined) this.cache.delete(oldest);
+    }
+    this.cache.set(key, { owners, at: Date.now() });
+    return owners;
+  }
+}
+
+function fromRef(ref: V1OwnerReference, namespace: string): ResolvedOwner {
+  return { kind: ref.kind.toLowerCase(), name: ref.name, apiKind: ref.kind, apiVersion: ref.apiVersion, namespace, uid: ref.uid };
+}
+
+/** Reads owners through the API, each read bounded by `timeoutMs`. */
+export function apiOwnerLookup(kubeConfig: KubeConfig, timeoutMs = 1500): OwnerLookup {
+  const apps = kubeConfig.makeApiClient(AppsV1Api);
+  const batch = kubeConfig.makeApiClient(BatchV1Api);
+  return {
+    async ownersOf(kind, namespace, name) {
+      const read: Promise<{ metadata?: { ownerReferences?: V1OwnerReference[] } }> =
+        kind === 'ReplicaSet' ? apps.readNamespacedReplicaSet({ name, namespace }) : batch.readNamespacedJob({ name, namespace });
+      const object = await withTimeout(read, timeoutMs, `reading ${kind} ${namespace}/${name}`);
+      return object.metadata?.ownerReferences ?? [];
+    },
+  };
+}

@@ -1,0 +1,122 @@
+import type { CoreV1Event } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { EventRecorder, type EventSink, type PendingEvent } from '../../src/cluster/events.js';
+
+const silent = pino({ level: 'silent' });
+
+function fakeSink(fail: { create?: number; bump?: number } = {}) {
+  const created: Array<{ namespace: string; event: CoreV1Event }> = [];
+  const bumps: Array<{ name: string; count: number }> = [];
+  const sink: EventSink = {
+    async create(namespace, event) {
+      if (fail.create && fail.create-- > 0) throw new Error('apiserver unavailable');
+      created.push({ namespace, event });
+    },
+    async bump(_namespace, name, count) {
+      if (fail.bump && fail.bump-- > 0) throw Object.assign(new Error('gone'), { code: 404 });
+      bumps.push({ name, count });
+    },
+  };
+  return { sink, created, bumps };
+}
+
+const injected = (name = 'web'): PendingEvent => ({
+  target: { kind: 'deployment', name, apiKind: 'Deployment', apiVersion: 'apps/v1', namespace: 'shop', uid: `uid-${name}` },
+  type: 'Normal',
+  reason: 'Injected',
+  message: 'Linkerd sidecar proxy injected',
+});
+
+const settle = () => new Promise((r) => setTimeout(r, 20));
+
+describe('EventRecorder', () => {
+  it('creates an Event on the workload with Linkerd’s reason, message and component', async () => {
+    const { sink, created } = fakeSink();
+    const recorder = new EventRecorder({ sink, logger: silent });
+    recorder.record(injected());
+    await recorder.close();
+    expect(created).toHaveLength(1);
+    expect(created[0]?.event).toMatchObject({
+      involvedObject: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', namespace: 'shop', uid: 'uid-web' },
+      reason: 'Injected',
+      message: 'Linkerd sidecar proxy injected',
+      type: 'Normal',
+      source: { component: 'linkerd-proxy-injector' },
+      count: 1,
+    });
+    expect(created[0]?.event.metadata?.name).toMatch(/^web\.[0-9a-f]+$/);
+  });
+
+  it('folds the pods of one rollout into one Event with a count', async () => {
+    const { sink, created, bumps } = fakeSink();
+    const recorder = new EventRecorder({ sink, logger: silent });
+    recorder.record(injected());
+    await settle();
+    for (let i = 0; i < 99; i++) recorder.record(injected());
+    await recorder.close();
+    expect(created).toHaveLength(1);
+    expect(bumps.at(-1)?.count).toBe(100);
+    expect(bumps.length).toBeLessThan(99);
+  });
+
+  it('different workloads or messages get their own Events', async () => {
+    const { sink, created } = fakeSink();
+    const recorder = new EventRecorder({ sink, logger: silent });
+    recorder.record(injected('a'));
+    recorder.record(injected('b'));
+    recorder.record({ ...injected('a'), reason: 'InjectionSkipped', message: 'Linkerd sidecar proxy injection skipped: x' });
+    await recorder.close();
+    expect(created.map((c) => `${c.event.involvedObject.name}:${c.event.reason}`)).toEqual(['a:Injected', 'b:Injected', 'a:InjectionSkipped']);
+  });
+
+  it('after the window a new Event starts', async () => {
+    const { sink, created } = fakeSink();
+    const recorder = new EventRecorder({ sink, logger: silent, windowMs: 0 });
+    recorder.record(injected());
+    await settle();
+    await new Promise((r) => setTimeout(r, 5));
+    recorder.record(injected());
+    await recorder.close();
+    expect(created).toHaveLength(2);
+  });
+
+  it('an expired Event (404 on update) is written anew with the whole count', async () => {
+    const { sink, created } = fakeSink({ bump: 1 });
+    const recorder = new EventRecorder({ sink, logger: silent });
+    recorder.record(injected());
+    await settle();
+    recorder.record(injected());
+    await recorder.close();
+    expect(created).toHaveLength(2);
+    expect(created[1]?.event.count).toBe(2);
+  });
+
+  it('a failing API is counted and logged, never thrown', async () => {
+    const { sink } = fakeSink({ create: 5 });
+    const results: boolean[] = [];
+    const recorder = new EventRecorder({ sink, logger: silent, onWritten: (ok) => results.push(ok) });
+    expect(() => recorder.record(injected())).not.toThrow();
+    await recorder.close();
+    expect(results).toEqual([false]);
+  });
+
+  it('drops new series beyond maxPending, counting them', async () => {
+    const { sink, created } = fakeSink();
+    let dropped = 0;
+    const slow: EventSink = { ...sink, create: (ns, e) => new Promise((r) => setTimeout(r, 50)).then(() => sink.create(ns, e)) };
+    const recorder = new EventRecorder({ sink: slow, logger: silent, maxPending: 3, onDropped: () => dropped++ });
+    for (let i = 0; i < 10; i++) recorder.record(injected(`w${i}`));
+    await recorder.close(5000);
+    expect(dropped).toBeGreaterThan(0);
+    expect(created.length + dropped).toBe(10);
+  });
+
+  it('ignores targets without a name (a pod with only generateName and no owner)', async () => {
+    const { sink, created } = fakeSink();
+    const recorder = new EventRecorder({ sink, logger: silent });
+    recorder.record({ ...injected(), target: { ...injected().target, name: '' } });
+    await recorder.close();
+    expect(created).toEqual([]);
+  });
+});

@@ -1,0 +1,72 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { OwnerResolver, type OwnerLookup } from '../../src/cluster/owners.js';
+
+const silent = pino({ level: 'silent' });
+const ref = (kind: string, name: string, apiVersion = 'apps/v1') => ({ apiVersion, kind, name, uid: `uid-${name}`, controller: true });
+
+function lookup(owners: Record<string, ReturnType<typeof ref>[]>, calls: string[] = []): OwnerLookup {
+  return {
+    async ownersOf(kind, namespace, name) {
+      calls.push(`${kind}/${namespace}/${name}`);
+      const found = owners[`${kind}/${name}`];
+      if (!found) throw Object.assign(new Error('not found'), { code: 404 });
+      return found;
+    },
+  };
+}
+
+const podOwnedBy = (...refs: ReturnType<typeof ref>[]) => ({ metadata: { name: 'p-1', ownerReferences: refs } });
+
+describe('OwnerResolver', () => {
+  const owners = {
+    'ReplicaSet/web-5f': [ref('Deployment', 'web')],
+    'ReplicaSet/orphan': [],
+    'ReplicaSet/rollout-rs': [ref('Rollout', 'canary', 'argoproj.io/v1alpha1')],
+    'Job/nightly-123': [ref('CronJob', 'nightly', 'batch/v1')],
+    'Job/once': [],
+  };
+
+  it.each([
+    ['a bare pod', { metadata: { name: 'solo' } }, { kind: 'pod', name: 'solo', apiKind: 'Pod' }],
+    ['a bare pod with only generateName', { metadata: { generateName: 'solo-' } }, { kind: 'pod', name: 'solo-' }],
+    ['more than one owner', podOwnedBy(ref('ReplicaSet', 'a'), ref('ReplicaSet', 'b')), { kind: 'pod', name: 'p-1' }],
+    ['ReplicaSet → Deployment', podOwnedBy(ref('ReplicaSet', 'web-5f')), { kind: 'deployment', name: 'web', apiKind: 'Deployment', uid: 'uid-web' }],
+    ['a ReplicaSet with no owner', podOwnedBy(ref('ReplicaSet', 'orphan')), { kind: 'replicaset', name: 'orphan' }],
+    ['a ReplicaSet owned by an unknown kind', podOwnedBy(ref('ReplicaSet', 'rollout-rs')), { kind: 'replicaset', name: 'rollout-rs' }],
+    ['Job → CronJob', podOwnedBy(ref('Job', 'nightly-123', 'batch/v1')), { kind: 'cronjob', name: 'nightly', apiVersion: 'batch/v1' }],
+    ['a Job of its own', podOwnedBy(ref('Job', 'once', 'batch/v1')), { kind: 'job', name: 'once' }],
+    ['a StatefulSet, by kind', podOwnedBy(ref('StatefulSet', 'db')), { kind: 'statefulset', name: 'db', uid: 'uid-db' }],
+    ['a DaemonSet, by kind', podOwnedBy(ref('DaemonSet', 'agent')), { kind: 'daemonset', name: 'agent' }],
+    ['an unknown kind, by kind', podOwnedBy(ref('Rollout', 'canary', 'argoproj.io/v1alpha1')), { kind: 'rollout', name: 'canary' }],
+    ['a ReplicaSet that cannot be read falls back to the ReplicaSet', podOwnedBy(ref('ReplicaSet', 'gone')), { kind: 'replicaset', name: 'gone' }],
+  ])('%s', async (_what, pod, expected) => {
+    const resolver = new OwnerResolver(lookup(owners), silent);
+    expect(await resolver.resolve(pod, 'shop')).toMatchObject({ ...expected, namespace: 'shop' });
+  });
+
+  it('reads each ReplicaSet once for all its pods', async () => {
+    const calls: string[] = [];
+    const resolver = new OwnerResolver(lookup(owners, calls), silent);
+    for (let i = 0; i < 50; i++) await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
+    expect(calls).toEqual(['ReplicaSet/shop/web-5f']);
+  });
+
+  it('forgets entries after the TTL', async () => {
+    const calls: string[] = [];
+    const resolver = new OwnerResolver(lookup(owners, calls), silent, { ttlMs: 0 });
+    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
+    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
+    expect(calls).toHaveLength(2);
+  });
+
+  it('keeps at most maxEntries', async () => {
+    const calls: string[] = [];
+    const many: Record<string, ReturnType<typeof ref>[]> = {};
+    for (let i = 0; i < 5; i++) many[`ReplicaSet/rs-${i}`] = [ref('Deployment', `d-${i}`)];
+    const resolver = new OwnerResolver(lookup(many, calls), silent, { maxEntries: 2 });
+    for (let i = 0; i < 5; i++) await resolver.resolve(podOwnedBy(ref('ReplicaSet', `rs-${i}`)), 'ns');
+    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'rs-0')), 'ns');
+    expect(calls.filter((c) => c.endsWith('rs-0'))).toHaveLength(2);
+  });
+});
