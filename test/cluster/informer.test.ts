@@ -1,0 +1,206 @@
+/**
+ * ResilientInformer against a fake API server whose list and watch can be made to fail: it must sync, restart after
+ * errors with the cache still serving, re-watch after a normal close, and re-list when the watch goes silent.
+ */
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CoreV1Api, KubeConfig, type V1Namespace } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ResilientInformer } from '../../src/cluster/informer.js';
+
+const silent = pino({ level: 'silent' });
+
+class FakeApiServer {
+  namespaces = new Map<string, Record<string, string>>();
+  resourceVersion = 1;
+  lists = 0;
+  watches = 0;
+  failLists = 0;
+  failWatches = 0;
+  private readonly streams = new Set<ServerResponse>();
+  private server: Server | undefined;
+
+  async start(): Promise<string> {
+    this.server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname !== '/api/v1/namespaces') {
+        res.writeHead(404).end();
+        return;
+      }
+      if (url.searchParams.get('watch') === 'true') {
+        this.watches++;
+        if (this.failWatches > 0) {
+          this.failWatches--;
+          res.writeHead(500, { 'content-type': 'application/json' }).end('{"kind":"Status","message":"etcd unavailable"}');
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.flushHeaders();
+        this.streams.add(res);
+        res.on('close', () => this.streams.delete(res));
+        return;
+      }
+      this.lists++;
+      if (this.failLists > 0) {
+        this.failLists--;
+        res.writeHead(500, { 'content-type': 'application/json' }).end('{"kind":"Status","message":"list failed"}');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata: { resourceVersion: String(this.resourceVersion) }, items: [...this.namespaces].map(([name, annotations]) => this.object(name, annotations)) }));
+    });
+    await new Promise<void>((r) => this.server?.listen(0, '127.0.0.1', r));
+    return `http://127.0.0.1:${(this.server?.address() as AddressInfo).port}`;
+  }
+
+  private object(name: string, annotations: Record<string, string>): V1Namespace {
+    return { apiVersion: 'v1', kind: 'Namespace', metadata: { name, annotations, resourceVersion: String(this.resourceVersion) } };
+  }
+
+  /** Changes a namespace; watchers see it only when `announce` is true (otherwise only a re-list finds it). */
+  set(name: string, annotations: Record<string, string>, announce = true): void {
+    this.resourceVersion++;
+    const type = this.namespaces.has(name) ? 'MODIFIED' : 'ADDED';
+    this.namespaces.set(name, annotations);
+    if (announce) for (const s of this.streams) s.write(`${JSON.stringify({ type, object: this.object(name, annotations) })}\n`);
+  }
+
+  /** Ends every open watch normally, as the API server does after its timeout. */
+  closeWatches(): void {
+    for (const s of this.streams) s.end();
+  }
+
+  get openWatches(): number {
+    return this.streams.size;
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.streams) s.destroy();
+    await new Promise((r) => this.server?.close(r));
+  }
+}
+
+async function until(what: string, condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function setup(options: { watchdogMs?: number } = {}) {
+  const fake = new FakeApiServer();
+  const url = await fake.start();
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'fake', server: url, skipTLSVerify: true }],
+    users: [{ name: 'u' }],
+    contexts: [{ name: 'c', cluster: 'fake', user: 'u' }],
+    currentContext: 'c',
+  });
+  const api = kc.makeApiClient(CoreV1Api);
+  const restarts: string[] = [];
+  const informer = new ResilientInformer<V1Namespace>({
+    name: 'namespaces',
+    kubeConfig: kc,
+    path: '/api/v1/namespaces',
+    list: () => api.listNamespace(),
+    logger: silent,
+    initialBackoffMs: 20,
+    maxBackoffMs: 100,
+    onRestart: (reason) => restarts.push(reason),
+    ...(options.watchdogMs !== undefined && { watchdogMs: options.watchdogMs }),
+  });
+  cleanups.push(() => fake.stop(), () => informer.stop());
+  const annotations = (name: string) => informer.get(name)?.metadata?.annotations;
+  return { fake, informer, restarts, annotations };
+}
+
+describe('ResilientInformer', () => {
+  it('syncs from the first list, then follows the watch', async () => {
+    const { fake, informer, annotations } = await setup();
+    fake.set('shop', { 'linkerd.io/inject': 'enabled' });
+    expect(informer.hasSynced).toBe(false);
+    informer.start();
+    expect(await informer.waitForSync(5000)).toBe(true);
+    expect(annotations('shop')).toEqual({ 'linkerd.io/inject': 'enabled' });
+    await until('the watch', () => fake.openWatches === 1);
+    fake.set('shop', { 'linkerd.io/inject': 'disabled' });
+    await until('the update', () => annotations('shop')?.['linkerd.io/inject'] === 'disabled');
+  });
+
+  it('retries a failing list with backoff until it works', async () => {
+    const { fake, informer, restarts } = await setup();
+    fake.failLists = 3;
+    informer.start();
+    expect(await informer.waitForSync(5000)).toBe(true);
+    expect(fake.lists).toBe(4);
+    expect(restarts).toEqual(['error', 'error', 'error']);
+  });
+
+  it('waitForSync gives up after its timeout while the list keeps failing', async () => {
+    const { fake, informer } = await setup();
+    fake.failLists = 1000;
+    informer.start();
+    expect(await informer.waitForSync(200)).toBe(false);
+    expect(informer.hasSynced).toBe(false);
+  });
+
+  it('re-watches after the API server closes the watch normally', async () => {
+    const { fake, informer, annotations } = await setup();
+    informer.start();
+    await informer.waitForSync(5000);
+    await until('the watch', () => fake.openWatches === 1);
+    fake.closeWatches();
+    await until('a new watch', () => fake.watches === 2 && fake.openWatches === 1);
+    fake.set('late', { a: '1' });
+    await until('the event on the new watch', () => annotations('late')?.['a'] === '1');
+    expect(fake.lists).toBe(1);
+  });
+
+  it('restarts after a failed watch, serving the cache meanwhile, and catches up', async () => {
+    const { fake, informer, restarts, annotations } = await setup();
+    fake.set('shop', { v: '1' });
+    informer.start();
+    await informer.waitForSync(5000);
+    await until('the watch', () => fake.openWatches === 1);
+    fake.failWatches = 2;
+    fake.closeWatches();
+    expect(annotations('shop')).toEqual({ v: '1' });
+    await until('the restart', () => restarts.length >= 1);
+    expect(annotations('shop')).toEqual({ v: '1' });
+    await until('a healthy watch', () => fake.openWatches === 1, 5000);
+    fake.set('shop', { v: '2' });
+    await until('the change after recovery', () => annotations('shop')?.['v'] === '2');
+    expect(restarts.every((r) => r === 'error')).toBe(true);
+  });
+
+  it('re-lists when the watch has been silent too long, finding changes it never announced', async () => {
+    const { fake, informer, restarts, annotations } = await setup({ watchdogMs: 300 });
+    fake.set('shop', { v: '1' });
+    informer.start();
+    await informer.waitForSync(5000);
+    fake.set('shop', { v: 'missed' }, false);
+    await until('the watchdog re-list', () => annotations('shop')?.['v'] === 'missed', 5000);
+    expect(restarts).toContain('watchdog');
+    expect(fake.lists).toBeGreaterThanOrEqual(2);
+  });
+
+  it('stop() ends the watch and further restarts', async () => {
+    const { fake, informer } = await setup();
+    informer.start();
+    await informer.waitForSync(5000);
+    await until('the watch', () => fake.openWatches === 1);
+    await informer.stop();
+    await until('the watch to close', () => fake.openWatches === 0);
+    const lists = fake.lists;
+    await new Promise((r) => setTimeout(r, 200));
+    expect(fake.lists).toBe(lists);
+  });
+});
