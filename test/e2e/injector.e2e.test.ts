@@ -1,0 +1,305 @@
+/**
+ * End to end against a real kube-apiserver (and kube-controller-manager, so Deployments and Jobs make their pods):
+ * the injector runs as its own process with only the RBAC of deploy/rbac.yaml, is registered with Linkerd's
+ * MutatingWebhookConfiguration and our CA, and every assertion reads objects as the API server stored them.
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  AdmissionregistrationV1Api,
+  AppsV1Api,
+  BatchV1Api,
+  CoreV1Api,
+  KubeConfig,
+  KubernetesObjectApi,
+  loadAllYaml,
+  type KubernetesObject,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startControlPlane, type ControlPlane } from './support/control-plane.js';
+import { linkerdWebhookConfiguration, startInjector, tokenKubeconfig, type RunningInjector } from './support/injector.js';
+
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const TRUST_ANCHORS = readFileSync(join(REPO_ROOT, 'examples', 'trust-anchors.pem'), 'utf8');
+const VALUES = (cni: boolean) => `linkerdVersion: edge-26.8.3\ncniEnabled: ${cni}\nproxy:\n  nativeSidecar: false\nproxyInit:\n  iptablesMode: legacy\n`;
+
+let cp: ControlPlane;
+let injector: RunningInjector;
+let core: CoreV1Api;
+let apps: AppsV1Api;
+let batch: BatchV1Api;
+let admission: AdmissionregistrationV1Api;
+const timings: Record<string, number> = {};
+/** Every pod the webhook injected, checked at the end to exist as the API server stored (and validated) it. */
+const injectedPods: Array<{ namespace: string; name: string }> = [];
+
+async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}${last ? `: ${String((last as Error).message ?? last)}` : ''}\ninjector log tail:\n${injector?.logs.slice(-15).join('\n')}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function namespace(name: string, annotations: Record<string, string> = {}, labels: Record<string, string> = {}): Promise<void> {
+  await core.createNamespace({ body: { metadata: { name, annotations, labels } } });
+  // Pods need the namespace's default ServiceAccount, which the controller-manager creates.
+  await eventually(`ServiceAccount default in ${name}`, async () => (await core.readNamespacedServiceAccount({ name: 'default', namespace: name })).metadata?.name);
+}
+
+function podSpec(name: string, annotations: Record<string, string> = {}, extra: Partial<V1Pod['spec']> = {}): V1Pod {
+  return {
+    metadata: { name, annotations, labels: { app: name } },
+    spec: { containers: [{ name: 'app', image: 'nginx:1.27', ports: [{ containerPort: 80 }] }], ...extra },
+  };
+}
+
+const containerNames = (pod: V1Pod) => (pod.spec?.containers ?? []).map((c) => c.name);
+const initNames = (pod: V1Pod) => (pod.spec?.initContainers ?? []).map((c) => c.name);
+
+async function createPod(ns: string, pod: V1Pod): Promise<V1Pod> {
+  const created = await core.createNamespacedPod({ namespace: ns, body: pod });
+  if (containerNames(created).includes('linkerd-proxy') || initNames(created).includes('linkerd-proxy')) {
+    injectedPods.push({ namespace: ns, name: created.metadata?.name ?? '' });
+  }
+  return created;
+}
+
+async function eventsFor(ns: string, kind: string, name: string) {
+  const list = await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.kind=${kind},involvedObject.name=${name}` });
+  return list.items;
+}
+
+async function setWebhook(failurePolicy: 'Ignore' | 'Fail', url = injector.webhookUrl): Promise<void> {
+  const body = linkerdWebhookConfiguration(url, injector.caPem, failurePolicy);
+  try {
+    const existing = await admission.readMutatingWebhookConfiguration({ name: body.metadata?.name ?? '' });
+    body.metadata = { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion ?? '' };
+    await admission.replaceMutatingWebhookConfiguration({ name: body.metadata?.name ?? '', body });
+  } catch (err) {
+    if ((err as { code?: number }).code !== 404) throw err;
+    await admission.createMutatingWebhookConfiguration({ body });
+  }
+}
+
+beforeAll(async () => {
+  let t = Date.now();
+  cp = await startControlPlane();
+  timings['control plane start'] = Date.now() - t;
+  const kc = new KubeConfig();
+  kc.loadFromString(cp.kubeconfig);
+  core = kc.makeApiClient(CoreV1Api);
+  apps = kc.makeApiClient(AppsV1Api);
+  batch = kc.makeApiClient(BatchV1Api);
+  admission = kc.makeApiClient(AdmissionregistrationV1Api);
+
+  // The control plane namespace, as Linkerd labels it (excluded from its own webhook), and its ConfigMaps.
+  await namespace('linkerd', {}, { 'config.linkerd.io/admission-webhooks': 'disabled' });
+  await core.createNamespacedConfigMap({ namespace: 'linkerd', body: { metadata: { name: 'linkerd-config' }, data: { values: VALUES(false) } } });
+  await core.createNamespacedConfigMap({
+    namespace: 'linkerd',
+    body: { metadata: { name: 'linkerd-identity-trust-roots' }, data: { 'ca-bundle.crt': TRUST_ANCHORS } },
+  });
+
+  // The injector's identity: deploy/rbac.yaml exactly, and a token for its service account.
+  const objects = kc.makeApiClient(KubernetesObjectApi);
+  for (const doc of loadAllYaml(readFileSync(join(REPO_ROOT, 'deploy', 'rbac.yaml'), 'utf8')) as KubernetesObject[]) {
+    await objects.create(doc);
+  }
+  const token = await core.createNamespacedServiceAccountToken({
+    name: 'linkerd-proxy-injector',
+    namespace: 'linkerd',
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const workDir = join(cp.workDir, 'injector');
+  mkdirSync(workDir, { recursive: true });
+  const kubeconfigPath = tokenKubeconfig(join(workDir, 'kubeconfig'), cp.apiServerUrl, cp.caPem, token.status?.token ?? '');
+
+  t = Date.now();
+  injector = await startInjector({ workDir, kubeconfigPath, extraArgs: ['--linkerd-namespace', 'linkerd'] });
+  timings['injector ready'] = Date.now() - t;
+
+  await namespace('emojivoto', { 'linkerd.io/inject': 'enabled' });
+  await namespace('plain');
+  t = Date.now();
+  await setWebhook('Ignore');
+  // The API server picks up a new webhook configuration asynchronously: wait until a dry run shows injection.
+  await eventually('the webhook to be called', async () => {
+    const probe = await core.createNamespacedPod({ namespace: 'emojivoto', body: podSpec('probe'), dryRun: 'All' });
+    return containerNames(probe).includes('linkerd-proxy') ? true : undefined;
+  });
+  timings['webhook registered'] = Date.now() - t;
+}, 600_000);
+
+afterAll(async () => {
+  console.log(`e2e timings (ms): ${JSON.stringify(timings)}`);
+  const problems = (injector?.logs ?? []).filter((l) => /"level":(40|50|60)/.test(l));
+  console.log(`injector warnings and errors (${problems.length}):\n${problems.map((l) => l.slice(0, 300)).join('\n')}`);
+  await injector?.stop();
+  await cp?.stop();
+});
+
+describe('with a real kube-apiserver', () => {
+  it('1. a Deployment in an enabled namespace gets pods with the proxy first, the await hook, linkerd-init, the owner label, and an Injected event', async () => {
+    await apps.createNamespacedDeployment({
+      namespace: 'emojivoto',
+      body: {
+        metadata: { name: 'web' },
+        spec: {
+          replicas: 2,
+          selector: { matchLabels: { app: 'web' } },
+          template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web-svc', image: 'buoyantio/emojivoto-web:v11', ports: [{ containerPort: 8080 }] }] } },
+        },
+      },
+    });
+    const pods = await eventually('the Deployment’s pods', async () => {
+      const list = await core.listNamespacedPod({ namespace: 'emojivoto', labelSelector: 'app=web' });
+      return list.items.length === 2 ? list.items : undefined;
+    });
+    for (const pod of pods) {
+      injectedPods.push({ namespace: 'emojivoto', name: pod.metadata?.name ?? '' });
+      expect(containerNames(pod)).toEqual(['linkerd-proxy', 'web-svc']);
+      expect(pod.spec?.containers[0]?.lifecycle?.postStart?.exec?.command).toEqual(['/usr/lib/linkerd/linkerd-await', '--timeout=2m', '--port=4191']);
+      expect(initNames(pod)).toEqual(['linkerd-init']);
+      expect(pod.metadata?.labels?.['linkerd.io/proxy-deployment']).toBe('web');
+      expect(pod.metadata?.labels?.['linkerd.io/workload-ns']).toBe('emojivoto');
+      expect(pod.metadata?.annotations?.['linkerd.io/inject']).toBe('enabled');
+      // The ServiceAccount admission plugin mounted the token before us; Linkerd copies that mount to its containers.
+      const saMount = pod.spec?.containers[1]?.volumeMounts?.find((m) => m.mountPath === '/var/run/secrets/kubernetes.io/serviceaccount');
+      expect(saMount).toBeDefined();
+      expect(pod.spec?.containers[0]?.volumeMounts).toContainEqual(expect.objectContaining({ name: saMount?.name, mountPath: saMount?.mountPath }));
+    }
+    const events = await eventually('the Injected event on the Deployment', async () => {
+      const items = await eventsFor('emojivoto', 'Deployment', 'web');
+      return items.some((e) => e.reason === 'Injected') ? items : undefined;
+    });
+    const injected = events.find((e) => e.reason === 'Injected');
+    expect(injected?.message).toBe('Linkerd sidecar proxy injected');
+    expect(injected?.source?.component).toBe('linkerd-proxy-injector');
+    await eventually('the count of both pods', async () => ((await eventsFor('emojivoto', 'Deployment', 'web')).find((e) => e.reason === 'Injected')?.count === 2 ? true : undefined));
+  });
+
+  it('2. a pod annotated enabled in a plain namespace is injected; one annotated disabled in an enabled namespace is not, with InjectionSkipped', async () => {
+    const enabled = await createPod('plain', podSpec('opted-in', { 'linkerd.io/inject': 'enabled' }));
+    expect(containerNames(enabled)).toEqual(['linkerd-proxy', 'app']);
+    const untouched = await createPod('plain', podSpec('not-asked'));
+    expect(containerNames(untouched)).toEqual(['app']);
+
+    const disabled = await createPod('emojivoto', podSpec('opted-out', { 'linkerd.io/inject': 'disabled' }));
+    expect(containerNames(disabled)).toEqual(['app']);
+    expect(initNames(disabled)).toEqual([]);
+    const skipped = await eventually('the InjectionSkipped event', async () => (await eventsFor('emojivoto', 'Pod', 'opted-out')).find((e) => e.reason === 'InjectionSkipped'));
+    expect(skipped.message).toBe('Linkerd sidecar proxy injection skipped: pod has the annotation "linkerd.io/inject:disabled"');
+  });
+
+  it('3. proxy-await disabled removes the hook and moves the proxy last', async () => {
+    const pod = await createPod('emojivoto', podSpec('no-await', { 'config.linkerd.io/proxy-await': 'disabled' }));
+    expect(containerNames(pod)).toEqual(['app', 'linkerd-proxy']);
+    expect(pod.spec?.containers[1]?.lifecycle).toBeUndefined();
+  });
+
+  it('4. cniEnabled in linkerd-config switches the next pods to linkerd-network-validator, without a restart', async () => {
+    const pid = injector.child.pid;
+    await core.replaceNamespacedConfigMap({
+      name: 'linkerd-config',
+      namespace: 'linkerd',
+      body: { metadata: { name: 'linkerd-config' }, data: { values: VALUES(true) } },
+    });
+    const t = Date.now();
+    await eventually('the new configuration to apply', async () => {
+      const probe = await core.createNamespacedPod({ namespace: 'emojivoto', body: podSpec('cni-probe'), dryRun: 'All' });
+      return initNames(probe).includes('linkerd-network-validator') ? true : undefined;
+    });
+    timings['config change applied'] = Date.now() - t;
+    const pod = await createPod('emojivoto', podSpec('with-cni'));
+    expect(initNames(pod)).toEqual(['linkerd-network-validator']);
+    expect(containerNames(pod)).toEqual(['linkerd-proxy', 'app']);
+    expect((pod.spec?.volumes ?? []).map((v) => v.name)).not.toContain('linkerd-proxy-init-xtables-lock');
+    expect(injector.child.pid).toBe(pid);
+    expect(injector.child.exitCode).toBeNull();
+
+    await core.replaceNamespacedConfigMap({ name: 'linkerd-config', namespace: 'linkerd', body: { metadata: { name: 'linkerd-config' }, data: { values: VALUES(false) } } });
+    await eventually('the configuration to switch back', async () => {
+      const probe = await core.createNamespacedPod({ namespace: 'emojivoto', body: podSpec('cni-probe'), dryRun: 'All' });
+      return initNames(probe).includes('linkerd-init') ? true : undefined;
+    });
+  });
+
+  it('5. a native sidecar is accepted: the proxy keeps restartPolicy Always as an init container', async () => {
+    const pod = await createPod('emojivoto', podSpec('native', { 'config.linkerd.io/proxy-enable-native-sidecar': 'true' }, { initContainers: [{ name: 'migrate', image: 'busybox' }] }));
+    expect(initNames(pod)).toEqual(['linkerd-init', 'linkerd-proxy', 'migrate']);
+    expect(pod.spec?.initContainers?.[1]?.restartPolicy).toBe('Always');
+    expect(pod.spec?.initContainers?.[1]?.startupProbe?.httpGet?.path).toBe('/ready');
+    expect(containerNames(pod)).toEqual(['app']);
+  });
+
+  it('6. hostNetwork pods, kube-system (excluded by the selector) and dry runs behave as specified; a dry run records no event', async () => {
+    const host = await createPod('emojivoto', podSpec('host-net', {}, { hostNetwork: true }));
+    expect(containerNames(host)).toEqual(['app']);
+    const hostEvent = await eventually('the hostNetwork skip event', async () => (await eventsFor('emojivoto', 'Pod', 'host-net')).find((e) => e.reason === 'InjectionSkipped'));
+    expect(hostEvent.message).toBe('Linkerd sidecar proxy injection skipped: hostNetwork is enabled');
+
+    const system = await core.createNamespacedPod({ namespace: 'kube-system', body: podSpec('system', { 'linkerd.io/inject': 'enabled' }) });
+    expect(containerNames(system)).toEqual(['app']);
+    expect(system.metadata?.annotations?.['linkerd.io/created-by']).toBeUndefined();
+
+    const dry = await core.createNamespacedPod({ namespace: 'emojivoto', body: podSpec('dry-run-only'), dryRun: 'All' });
+    expect(containerNames(dry)).toEqual(['linkerd-proxy', 'app']);
+    // A real pod created right after does get its event; by then the dry run's would have been written too.
+    await createPod('emojivoto', podSpec('after-dry-run'));
+    await eventually('the event of the real pod', async () => ((await eventsFor('emojivoto', 'Pod', 'after-dry-run')).length > 0 ? true : undefined));
+    expect(await eventsFor('emojivoto', 'Pod', 'dry-run-only')).toEqual([]);
+  });
+
+  it('a Job’s pod is labelled with its Job; a Service gets the opaque-ports annotation', async () => {
+    await batch.createNamespacedJob({
+      namespace: 'emojivoto',
+      body: { metadata: { name: 'migrate' }, spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'm', image: 'busybox' }] } } } },
+    });
+    const pod = await eventually('the Job’s pod', async () => (await core.listNamespacedPod({ namespace: 'emojivoto', labelSelector: 'job-name=migrate' })).items[0]);
+    injectedPods.push({ namespace: 'emojivoto', name: pod.metadata?.name ?? '' });
+    expect(pod.metadata?.labels?.['linkerd.io/proxy-job']).toBe('migrate');
+    const svc = await core.createNamespacedService({ namespace: 'emojivoto', body: { metadata: { name: 'db' }, spec: { ports: [{ port: 5432 }] } } });
+    expect(svc.metadata?.annotations?.['config.linkerd.io/opaque-ports']).toBe('5432');
+  });
+
+  it('8. every injected pod was accepted and stored by the API server', async () => {
+    expect(injectedPods.length).toBeGreaterThanOrEqual(7);
+    for (const { namespace: ns, name } of injectedPods) {
+      const stored = await core.readNamespacedPod({ namespace: ns, name });
+      expect([...containerNames(stored), ...initNames(stored)]).toContain('linkerd-proxy');
+    }
+  });
+
+  it('7. with the injector stopped, failurePolicy Ignore admits pods uninjected and Fail rejects them', async () => {
+    const url = injector.webhookUrl;
+    expect(await injector.stop()).toBe(0);
+    const t = Date.now();
+    const admitted = await createPod('emojivoto', podSpec('while-down-ignore'));
+    timings['create with injector down (Ignore)'] = Date.now() - t;
+    expect(containerNames(admitted)).toEqual(['app']);
+
+    await setWebhook('Fail', url);
+    const refusal = await eventually('failurePolicy Fail to apply', async () => {
+      try {
+        await core.createNamespacedPod({ namespace: 'emojivoto', body: podSpec(`while-down-fail-${Date.now()}`) });
+        return undefined;
+      } catch (err) {
+        const body = (err as { body?: string }).body;
+        return body ? (JSON.parse(body) as { message: string }).message : String(err);
+      }
+    });
+    expect(refusal).toMatch(/^Internal error occurred: failed calling webhook "linkerd-proxy-injector.linkerd.io": .*connection refused/);
+  });
+});
