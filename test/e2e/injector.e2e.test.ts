@@ -144,7 +144,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   console.log(`e2e timings (ms): ${JSON.stringify(timings)}`);
-  const problems = (injector?.logs ?? []).filter((l) => /"level":(40|50|60)/.test(l));
+  // The refused configuration of scenario 4 is the one error expected in the injector's log.
+  const problems = (injector?.logs ?? []).filter((l) => /"level":(40|50|60)/.test(l) && !l.includes('refusing the new Linkerd configuration'));
   console.log(`injector warnings and errors (${problems.length}):\n${problems.map((l) => l.slice(0, 300)).join('\n')}`);
   await injector?.stop();
   await cp?.stop();
@@ -234,6 +235,22 @@ describe('with a real kube-apiserver', () => {
       const probe = await core.createNamespacedPod({ namespace: 'emojivoto', body: podSpec('cni-probe'), dryRun: 'All' });
       return initNames(probe).includes('linkerd-init') ? true : undefined;
     });
+
+    // An invalid configuration is refused and counted; pods keep being injected with the last good one.
+    await core.replaceNamespacedConfigMap({
+      name: 'linkerd-config',
+      namespace: 'linkerd',
+      body: { metadata: { name: 'linkerd-config' }, data: { values: 'proxy:\n  ports:\n    admin: "not a port"\n' } },
+    });
+    await eventually('the refusal to be counted', async () => {
+      const metrics = await (await fetch(`${injector.adminUrl}/metrics`)).text();
+      return /^proxy_inject_config_reloads_total\{result="refused"\} 1$/m.test(metrics) ? true : undefined;
+    });
+    const afterRefusal = await createPod('emojivoto', podSpec('after-bad-config'));
+    expect(initNames(afterRefusal)).toEqual(['linkerd-init']);
+    expect(containerNames(afterRefusal)).toEqual(['linkerd-proxy', 'app']);
+    expect(injector.logs.some((l) => l.includes('refusing the new Linkerd configuration') && l.includes('proxy.ports.admin must be a number'))).toBe(true);
+    await core.replaceNamespacedConfigMap({ name: 'linkerd-config', namespace: 'linkerd', body: { metadata: { name: 'linkerd-config' }, data: { values: VALUES(false) } } });
   });
 
   it('5. a native sidecar is accepted: the proxy keeps restartPolicy Always as an init container', async () => {
