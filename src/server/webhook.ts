@@ -44,6 +44,13 @@ function bodyError(error: FastifyError): { status: number; message: string } | u
   }
 }
 
+/** The name (or generateName) inside an admitted object, for logs before the engine has looked at it. */
+function objectName(object: unknown): string {
+  const metadata = (object as { metadata?: { name?: unknown; generateName?: unknown } } | undefined)?.metadata;
+  const name = metadata?.name ?? metadata?.generateName;
+  return typeof name === 'string' ? name : '';
+}
+
 const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ').trim();
 
 export function resourceName(request: AdmissionRequest, handled: HandledAdmission): string {
@@ -86,6 +93,10 @@ export function buildWebhookApp(options: WebhookOptions): FastifyInstance {
 
   app.post('/', async (request, reply) => {
     const { apiVersion, request: admission } = parseReview(request.body);
+    request.log.info(
+      { uid: admission.uid, operation: admission.operation, dryRun: admission.dryRun === true },
+      `received admission review request "${admission.uid}" for ${admission.kind.kind.toLowerCase()}/${admission.namespace ?? ''}/${admission.name || objectName(admission.object) || '(generated name)'}`,
+    );
     const started = process.hrtime.bigint();
     const handled = await handleAdmission(admission, sources);
     const body = reviewResponse(apiVersion, handled.response);

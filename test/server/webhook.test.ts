@@ -226,6 +226,29 @@ describe('a namespace whose annotations cannot be read', () => {
   });
 });
 
+describe('logs', () => {
+  it('say what was received and what was done, in Linkerd’s words', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const app = buildWebhookApp({
+      sources: { config: () => testConfig(), namespaceAnnotations: () => ({ 'linkerd.io/inject': 'enabled' }) },
+      metrics: new InjectorMetrics({ processMetrics: false }),
+      logger,
+    });
+    apps.push(app);
+    await post(app, admissionReview(pod(), { uid: 'u-1' }));
+    await post(app, admissionReview(pod({ annotations: { 'linkerd.io/inject': 'disabled' } }), { uid: 'u-2' }));
+    expect(lines.map((l) => l['msg'])).toEqual([
+      'received admission review request "u-1" for pod/shop/web',
+      'injection patch generated for: pod/shop/web',
+      'received admission review request "u-2" for pod/shop/web',
+      'skipped pod/shop/web: pod has the annotation "linkerd.io/inject:disabled"',
+    ]);
+    expect(lines[1]).toMatchObject({ uid: 'u-1', outcome: 'injected', placement: 'containers[0]', dryRun: false });
+    expect(lines[3]).toMatchObject({ uid: 'u-2', outcome: 'skipped', reasons: ['injection_disable_annotation_present'] });
+  });
+});
+
 describe('metrics', () => {
   it('count requests and responses with Linkerd’s labels', async () => {
     const { app, metrics } = setup({ owner: () => ({ kind: 'deployment', name: 'web' }) });
