@@ -31,6 +31,9 @@ import { locate, stringMap } from './workload.js';
 /** Owner kinds that give the pod a `linkerd.io/proxy-<kind>: <name>` label (CronJobs and bare pods do not). */
 const LABELLED_OWNER_KINDS = new Set(['deployment', 'replicationcontroller', 'replicaset', 'job', 'daemonset', 'statefulset']);
 
+/** From the command line the label names the manifest's own workload, which may also be a CronJob. */
+const LABELLED_CLI_KINDS = new Set([...LABELLED_OWNER_KINDS, 'cronjob']);
+
 export interface Owner {
   /** Lowercased kind, e.g. "deployment", "cronjob", "pod". */
   kind: string;
@@ -109,7 +112,8 @@ export function podPatch(input: PodPatchInput): PodPatch {
   const apps = Array.isArray(spec.containers) ? spec.containers : undefined;
 
   const labels: Record<string, string> = { [CONTROL_PLANE_NS_LABEL]: cp };
-  if (input.owner && LABELLED_OWNER_KINDS.has(input.owner.kind)) {
+  const labelled = input.origin === 'cli' ? LABELLED_CLI_KINDS : LABELLED_OWNER_KINDS;
+  if (input.owner && labelled.has(input.owner.kind)) {
     labels[`${PROXY_LABEL_PREFIX}${input.owner.kind}`] = input.owner.name;
   }
   labels[WORKLOAD_NS_LABEL] = input.workloadNamespace;
