@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 /** The `proxy-injector` command line: dispatches to subcommands. */
 import { runExample } from './example.js';
+import { runInjectCommand } from './inject.js';
+import { runUninjectCommand } from './uninject.js';
 import { runServe } from './serve.js';
 import { packageVersion } from './package-info.js';
 
@@ -11,6 +13,11 @@ Commands:
   example [POD_FILE]   Run the injection engine on a pod manifest (default: the bundled
                        examples/pod.yaml) with the embedded Linkerd defaults, and print the
                        decision and JSON patch the webhook would return.
+  inject [--manual] FILE|DIR|- ...
+                       Add Linkerd to Kubernetes manifests: the linkerd.io/inject annotation, or
+                       with --manual the proxy itself, as 'linkerd inject' does.
+  uninject FILE|DIR|- ...
+                       Take Linkerd's proxy, init container, volumes and metadata out of manifests.
   version              Print the version.
   help                 Print this help.
 
@@ -24,6 +31,10 @@ async function main(argv: string[]): Promise<number> {
       return runServe(rest);
     case 'example':
       return runExample(rest);
+    case 'inject':
+      return runInjectCommand(rest);
+    case 'uninject':
+      return runUninjectCommand(rest);
     case 'version':
     case '--version':
       process.stdout.write(`proxy-injector ${packageVersion()}\n`);

@@ -1,0 +1,339 @@
+/**
+ * The proxy configuration flags of `inject`, named as `linkerd inject` names them, each written to the pod template as
+ * the `config.linkerd.io/*` annotation it stands for.
+ */
+import { A, INJECT_ANNOTATION, INJECT_INGRESS, NAMESPACE_INHERITED_ANNOTATIONS } from '../engine/names.js';
+import { INBOUND_POLICIES } from '../engine/overrides.js';
+import { parseGoDuration, parseGoInt, parseGoUint, parseQuantity } from '../engine/parsers.js';
+import { parsePortList } from '../engine/ports.js';
+import { isCidr, type LinkerdValues } from '../engine/values.js';
+
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+interface ProxyFlag {
+  name: string;
+  short?: string;
+  type: 'string' | 'boolean';
+  /** Repeatable, and each occurrence may be a comma-separated list (Linkerd's string slices). */
+  list?: boolean;
+  metavar?: string;
+  help: string;
+  annotation: string;
+  /** The annotation value for what was given; the flag's text by default, "true"/"false" for booleans. */
+  value?: (given: string | boolean) => string | undefined;
+  /** Why the value is refused, or undefined when it is fine. */
+  check?: (text: string) => string | undefined;
+  /** The installed configuration's value, in the annotation's terms; undefined when it has none to compare with. */
+  installed?: (v: LinkerdValues) => string | undefined;
+}
+
+const port = (text: string): string | undefined => {
+  const n = parseGoInt(text, 32);
+  return n === undefined || n < 1 || n > 65535 ? 'expected a port number (1-65535)' : undefined;
+};
+const id = (min: number) => (text: string): string | undefined => {
+  const n = parseGoInt(text, 64);
+  return n === undefined || n < min || n > 2147483647 ? `expected a whole number from ${min} to 2147483647` : undefined;
+};
+const quantity = (text: string): string | undefined => {
+  const q = parseQuantity(text);
+  return q === undefined || q.num < 0n ? 'expected a Kubernetes quantity such as 100m or 64Mi' : undefined;
+};
+const portList = (names: boolean) => (text: string): string | undefined => {
+  // Port names are resolved against each pod's containers, so they are accepted where Linkerd accepts them.
+  const { invalid } = parsePortList(text);
+  const bad = names ? invalid.filter((item) => !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(item)) : invalid;
+  return bad.length > 0 ? `not a port${names ? ', port name' : ''} or port range: ${bad.join(', ')}` : undefined;
+};
+const duration = (text: string): string | undefined => {
+  const ns = parseGoDuration(text);
+  return ns === undefined || ns < 0n ? 'expected a duration such as 30s or 1m' : undefined;
+};
+const oneOf = (choices: readonly string[]) => (text: string): string | undefined =>
+  choices.includes(text) ? undefined : `expected one of ${choices.join(', ')}`;
+const bool = (b: string | boolean): string => String(b === true);
+
+const resource = (field: 'cpu' | 'memory' | 'ephemeral-storage', which: 'request' | 'limit') => (v: LinkerdValues) =>
+  v.proxy.resources[field][which];
+const cidrs = (text: string): string | undefined =>
+  text.split(',').every((s) => isCidr(s.trim())) ? undefined : 'expected CIDRs such as 10.0.0.0/8';
+const seconds = (text: string): string | undefined =>
+  parseGoUint(text, Number.MAX_SAFE_INTEGER) === undefined ? 'expected a whole number of seconds' : undefined;
+const notEmpty = (text: string): string | undefined => (text === '' ? 'must not be empty' : undefined);
+
+type Extra = Partial<Pick<ProxyFlag, 'short' | 'list' | 'check' | 'installed' | 'value'>>;
+
+/** A flag that takes a value (METAVAR) and writes it to `annotation` as given. */
+function valued(name: string, metavar: string, annotation: string, help: string, extra: Extra): ProxyFlag {
+  return { name, type: 'string', metavar, annotation, help, ...extra };
+}
+
+/** A boolean flag; `--flag=false` and `--no-flag` give false. */
+function toggle(name: string, annotation: string, help: string, extra: Extra): ProxyFlag {
+  return { name, type: 'boolean', annotation, help, value: bool, ...extra };
+}
+
+const quantityFlag = (name: string, annotation: string, help: string, installed: ProxyFlag['installed']): ProxyFlag =>
+  valued(name, 'AMOUNT', annotation, help, { check: quantity, installed });
+
+/** Every proxy configuration flag, in the order `--help` lists them. */
+export const PROXY_FLAGS: readonly ProxyFlag[] = [
+  valued('proxy-version', 'TAG', A.proxyVersion, 'tag of the proxy image (also used by linkerd-init)', {
+    short: 'v',
+    installed: (v) => v.proxy.image.version || v.linkerdVersion,
+  }),
+  valued('proxy-image', 'NAME', A.proxyImage, 'proxy image name, without the tag', { installed: (v) => v.proxy.image.name }),
+  valued('image-pull-policy', 'POLICY', A.imagePullPolicy, 'pull policy of the injected containers: Always, IfNotPresent or Never', {
+    check: oneOf(['Always', 'IfNotPresent', 'Never']),
+    installed: (v) => v.proxy.image.pullPolicy || v.imagePullPolicy,
+  }),
+  valued('inbound-port', 'PORT', A.inboundPort, 'proxy port for inbound traffic', {
+    check: port,
+    installed: (v) => String(v.proxy.ports.inbound),
+  }),
+  valued('outbound-port', 'PORT', A.outboundPort, 'proxy port for outbound traffic', {
+    check: port,
+    installed: (v) => String(v.proxy.ports.outbound),
+  }),
+  valued('control-port', 'PORT', A.controlPort, 'proxy port for control', {
+    check: port,
+    installed: (v) => String(v.proxy.ports.control),
+  }),
+  valued('admin-port', 'PORT', A.adminPort, 'proxy port for metrics and probes', {
+    check: port,
+    installed: (v) => String(v.proxy.ports.admin),
+  }),
+  valued('skip-inbound-ports', 'PORTS', A.skipInboundPorts, 'ports and ranges (a-b) that bypass the proxy inbound', {
+    list: true,
+    check: portList(false),
+    installed: (v) => v.proxyInit.ignoreInboundPorts,
+  }),
+  valued('skip-outbound-ports', 'PORTS', A.skipOutboundPorts, 'ports and ranges that bypass the proxy outbound', {
+    list: true,
+    check: portList(false),
+    installed: (v) => v.proxyInit.ignoreOutboundPorts,
+  }),
+  valued('skip-subnets', 'CIDRS', A.skipSubnets, 'networks whose traffic bypasses the proxy', {
+    list: true,
+    check: cidrs,
+    installed: (v) => v.proxyInit.skipSubnets,
+  }),
+  valued('opaque-ports', 'PORTS', A.opaquePorts, 'ports, ranges or port names proxied without protocol detection', {
+    list: true,
+    check: portList(true),
+    installed: (v) => v.proxy.opaquePorts,
+  }),
+  valued('require-identity-on-inbound-ports', 'PORTS', A.proxyRequireIdentityInboundPorts, 'inbound ports on which the proxy requires a client identity', {
+    list: true,
+    check: portList(false),
+    installed: (v) => v.proxy.requireIdentityOnInboundPorts,
+  }),
+  valued('proxy-uid', 'UID', A.proxyUid, 'user ID the proxy runs as', { check: id(0), installed: (v) => String(v.proxy.uid) }),
+  valued('proxy-gid', 'GID', A.proxyGid, 'group ID the proxy runs as (-1 for none)', {
+    check: id(-1),
+    installed: (v) => String(v.proxy.gid),
+  }),
+  valued('proxy-log-level', 'LEVEL', A.proxyLogLevel, 'proxy log level, e.g. warn,linkerd=info', {
+    check: notEmpty,
+    installed: (v) => v.proxy.logLevel,
+  }),
+  valued('proxy-log-format', 'FORMAT', A.proxyLogFormat, 'proxy log format: plain or json', {
+    check: oneOf(['plain', 'json']),
+    installed: (v) => v.proxy.logFormat,
+  }),
+  quantityFlag('proxy-cpu-request', A.proxyCpuRequest, 'CPU the proxy requests (also sets its minimum worker threads)', resource('cpu', 'request')),
+  quantityFlag('proxy-cpu-limit', A.proxyCpuLimit, 'CPU limit of the proxy (also sets its maximum worker threads)', resource('cpu', 'limit')),
+  quantityFlag('proxy-memory-request', A.proxyMemoryRequest, 'memory the proxy requests', resource('memory', 'request')),
+  quantityFlag('proxy-memory-limit', A.proxyMemoryLimit, 'memory limit of the proxy', resource('memory', 'limit')),
+  quantityFlag('proxy-ephemeral-storage-request', A.proxyEphemeralStorageRequest, 'ephemeral storage the proxy requests', resource('ephemeral-storage', 'request')),
+  quantityFlag('proxy-ephemeral-storage-limit', A.proxyEphemeralStorageLimit, 'ephemeral storage limit of the proxy', resource('ephemeral-storage', 'limit')),
+  valued('default-inbound-policy', 'POLICY', A.defaultInboundPolicy, `policy for inbound connections: ${INBOUND_POLICIES.join(', ')}`, {
+    check: oneOf(INBOUND_POLICIES),
+    installed: (v) => v.proxy.defaultInboundPolicy,
+  }),
+  valued('access-log', 'FORMAT', A.accessLog, 'HTTP access log of the proxy: apache or json', { installed: (v) => v.proxy.accessLog }),
+  valued('wait-before-exit-seconds', 'N', A.alphaProxyWaitBeforeExitSeconds, 'seconds the proxy stays up after the pod is told to stop (classic sidecar only)', {
+    check: seconds,
+    installed: (v) => String(v.proxy.waitBeforeExitSeconds),
+  }),
+  valued('close-wait-timeout', 'DURATION', A.closeWaitTimeout, 'conntrack close-wait timeout set by linkerd-init (needs proxyInit.runAsRoot in the values)', {
+    check: duration,
+    installed: (v) => `${v.proxyInit.closeWaitTimeoutSecs}s`,
+  }),
+  toggle('enable-external-profiles', A.enableExternalProfiles, 'use service profiles for non-Kubernetes services', {
+    installed: (v) => String(v.proxy.enableExternalProfiles),
+  }),
+  // The values have no switch for the debug sidecar: it is off unless a pod asks for it.
+  toggle('enable-debug-sidecar', A.enableDebugSidecar, 'add the linkerd-debug container', { installed: () => 'false' }),
+  toggle('native-sidecar', A.proxyEnableNativeSidecar, 'run the proxy as a native sidecar (an init container that keeps running)', {
+    installed: (v) => String(v.proxy.nativeSidecar),
+  }),
+  toggle('await', A.proxyAwait, 'hold the app containers until the proxy is ready (--no-await or --await=false: the proxy goes last, without the hook)', {
+    value: (b) => (b === true ? 'enabled' : 'disabled'),
+    installed: (v) => (v.proxy.await ? 'enabled' : 'disabled'),
+  }),
+  toggle('ingress', INJECT_ANNOTATION, 'run the proxy in ingress mode (linkerd.io/inject: ingress)', {
+    value: (b) => (b === true ? INJECT_INGRESS : undefined),
+  }),
+];
+
+/** Options of `inject` that are not proxy configuration. */
+export const GENERAL_OPTIONS = {
+  manual: { type: 'boolean' },
+  output: { type: 'string', short: 'o' },
+  verbose: { type: 'boolean' },
+  values: { type: 'string' },
+  'trust-anchors': { type: 'string' },
+  'linkerd-namespace': { type: 'string', short: 'L' },
+  'ignore-cluster': { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export type ParsedOptions = Record<string, string | boolean | string[] | undefined>;
+
+type OptionSpec = { type: 'string' | 'boolean'; short?: string; multiple?: boolean };
+
+export function proxyFlagOptions(): Record<string, OptionSpec> {
+  const options: Record<string, OptionSpec> = {};
+  for (const f of PROXY_FLAGS) {
+    options[f.name] = { type: f.type, ...(f.short && { short: f.short }), ...(f.list && { multiple: true }) };
+  }
+  return options;
+}
+
+/**
+ * Rewrites `--flag=true` / `--flag=false` for boolean flags into `--flag` / `--no-flag`, which is how users of
+ * `linkerd inject` (pflag) write them and node's parseArgs does not accept.
+ */
+export function normalizeBooleanArgs(args: readonly string[], booleans: ReadonlySet<string>): string[] {
+  const out: string[] = [];
+  for (const arg of args) {
+    if (arg === '--') {
+      out.push(...args.slice(args.indexOf(arg)));
+      break;
+    }
+    const m = /^--([a-z0-9-]+)=(.*)$/.exec(arg);
+    if (m && booleans.has(m[1] ?? '')) {
+      const value = (m[2] ?? '').toLowerCase();
+      if (['true', '1', 't', 'yes'].includes(value)) out.push(`--${m[1]}`);
+      else if (['false', '0', 'f', 'no'].includes(value)) out.push(`--no-${m[1]}`);
+      else throw new UsageError(`--${m[1]}: expected true or false, got ${JSON.stringify(m[2])}`);
+    } else {
+      out.push(arg);
+    }
+  }
+  return out;
+}
+
+export interface FlagAnnotations {
+  /** Every proxy flag given, as its annotation and value (except --ingress). */
+  given: Record<string, string>;
+  /** The flags given whose value differs from the installed configuration (--values or defaults). */
+  differing: Record<string, string>;
+  /** --ingress was given: `linkerd.io/inject: ingress` instead of `enabled`. */
+  ingress: boolean;
+}
+
+/** Checks the proxy flags given and turns them into annotations. */
+export function flagAnnotations(parsed: ParsedOptions, values: LinkerdValues): FlagAnnotations {
+  const given: Record<string, string> = {};
+  const differing: Record<string, string> = {};
+  let ingress = false;
+  for (const f of PROXY_FLAGS) {
+    const raw = parsed[f.name];
+    if (raw === undefined) continue;
+    const text = Array.isArray(raw) ? raw.flatMap((g) => g.split(',')).map((s) => s.trim()).filter((s) => s !== '').join(',') : raw;
+    if (typeof text === 'string') {
+      const problem = f.check?.(text);
+      if (problem) throw new UsageError(`--${f.name} ${JSON.stringify(text)}: ${problem}`);
+    }
+    const value = f.value ? f.value(text) : String(text);
+    if (value === undefined) continue;
+    if (f.annotation === INJECT_ANNOTATION) {
+      ingress = true;
+      continue;
+    }
+    given[f.annotation] = value;
+    if (!f.installed || f.installed(values) !== value) differing[f.annotation] = value;
+  }
+  return { given, differing, ingress };
+}
+
+/**
+ * The flag annotations to write on an object whose own annotations are `own`: those that differ from the installed
+ * configuration, and those the object carries with another value (a flag always wins over the manifest, so
+ * `--native-sidecar=false` undoes an earlier `--native-sidecar` even when false is the configured default).
+ * Namespaces get only the annotations pods inherit from their namespace.
+ */
+export function annotationsFor(flags: FlagAnnotations, own: Record<string, string>, kind: 'template' | 'namespace'): Record<string, string> {
+  const out: Record<string, string> = { ...flags.differing };
+  for (const [k, v] of Object.entries(flags.given)) if (k in own && own[k] !== v) out[k] = v;
+  if (kind === 'namespace') for (const k of Object.keys(out)) if (!NAMESPACE_INHERITED_ANNOTATIONS.includes(k)) delete out[k];
+  return out;
+}
+
+const flagNames = (f: ProxyFlag): string =>
+  `${f.short ? `-${f.short}, ` : '    '}--${f.name}${f.type === 'string' ? ` ${f.metavar ?? 'VALUE'}` : ''}`;
+
+/** Help for the proxy flags: names, then the description and the annotation, wrapped under a column. */
+function proxyFlagHelp(): string {
+  // The column of the general options above; the longest flag still leaves a space.
+  const column = Math.max(48, ...PROXY_FLAGS.map((f) => flagNames(f).length + 3));
+  const width = 110 - column;
+  const wrap = (text: string): string[] => {
+    const lines: string[] = [];
+    let line = '';
+    for (const word of text.split(' ')) {
+      if (line !== '' && line.length + 1 + word.length > width) {
+        lines.push(line);
+        line = word;
+      } else line = line === '' ? word : `${line} ${word}`;
+    }
+    return [...lines, line];
+  };
+  return PROXY_FLAGS.map((f) => {
+    const [first, ...rest] = [...wrap(f.help), `[${f.annotation}]`];
+    const pad = ' '.repeat(column);
+    return [`  ${flagNames(f).padEnd(column - 2)}${first}`, ...rest.map((l) => `${pad}${l}`)].join('\n');
+  }).join('\n');
+}
+
+export const INJECT_HELP = `Usage: proxy-injector inject [--manual] [flags] FILE|DIR|- ...
+
+Adds Linkerd to Kubernetes manifests read from files, directories (walked recursively in lexical order,
+*.yaml, *.yml and *.json) or stdin ("-"): YAML or JSON, multi-document streams and List objects. Pods,
+Deployments, StatefulSets, DaemonSets, ReplicaSets, ReplicationControllers, Jobs and CronJobs get
+'linkerd.io/inject: enabled' on their pod template, and Namespaces on themselves, so that the proxy
+injector adds the proxy when the pods are created. With --manual the proxy is added here instead, as
+'linkerd inject --manual' does: the manifest is first uninjected, so injecting it again gives the same
+result. Other objects pass through unchanged. Comments, key order and layout are kept.
+
+The transformed manifests go to stdout, a report to stderr. If any object cannot be injected (host
+network, a proxy of another mesh, no usable service-account token), the report says why and nothing is
+written to stdout. A pod template annotated 'linkerd.io/inject: disabled' is left as it is.
+
+Exit status: 0 done; 1 an object could not be injected or the input is invalid; 2 usage error.
+
+Options:
+      --manual                                  add the proxy to the manifests (default: the annotation only)
+  -o, --output yaml|json                        output format (default yaml; JSON input is printed as YAML
+                                                unless -o json). With json, one object is printed as it is,
+                                                several as the items of a v1 List
+      --verbose                                 report every check, not only warnings and failures
+      --values FILE                             Linkerd values YAML, e.g. the 'values' key of ConfigMap
+                                                linkerd-config (default: embedded defaults)
+      --trust-anchors FILE                      identity trust anchors PEM (default: identityTrustAnchorsPEM
+                                                from the values, else the bundled demo root, with a warning)
+  -L, --linkerd-namespace NS                    namespace of the Linkerd control plane (default linkerd)
+      --ignore-cluster                          accepted for compatibility with 'linkerd inject': this
+                                                command never contacts a cluster
+  -h, --help                                    this help
+
+Proxy configuration. Each flag given is written to every pod template as the annotation named after it,
+when its value differs from the configuration (--values or defaults), so the manifest records it.
+Namespaces get the ones pods inherit; Services get --opaque-ports. Booleans take --flag, --no-flag or
+--flag=true|false; list flags may be repeated or comma-separated.
+${proxyFlagHelp()}
+`;

@@ -1,0 +1,319 @@
+/**
+ * `proxy-injector inject`: Linkerd's `inject` on manifests. The annotation that asks for injection by default, the
+ * whole proxy with --manual; uninjected first either way, so running it again changes nothing.
+ */
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  SKIP_REASON_TEXT,
+  defaultValues,
+  inject,
+  isEngineError,
+  loadValues,
+  locate,
+  uninject,
+  withTrustAnchors,
+  type InjectionResult,
+  type InjectorConfig,
+  type LinkerdValues,
+  type SkipReasonCode,
+} from '../engine/index.js';
+import { isObject, type Json } from '../engine/k8s.js';
+import { A, INJECT_ANNOTATION, INJECT_DISABLED, INJECT_ENABLED, INJECT_INGRESS } from '../engine/names.js';
+import { addMapEntries } from '../engine/patch.js';
+import { isWorkloadKind, stringMap } from '../engine/workload.js';
+import {
+  GENERAL_OPTIONS,
+  INJECT_HELP,
+  PROXY_FLAGS,
+  UsageError,
+  annotationsFor,
+  flagAnnotations,
+  normalizeBooleanArgs,
+  proxyFlagOptions,
+  type FlagAnnotations,
+  type ParsedOptions,
+} from './inject-flags.js';
+import {
+  failure,
+  outputFormat,
+  readProcessStdin,
+  stdinReader,
+  usageFailure,
+  type CliIo,
+  type CliResult,
+} from './command-io.js';
+import { InputError, readManifests, render, transformManifests, type ObjectChange, type OutputFormat } from './manifests.js';
+import { packageRoot } from './package-info.js';
+import { CHECKS, FAIL, OK, WARN, renderReport, type Check, type ObjectReport } from './report.js';
+import { applyToValue, type PatchOp } from './yaml-patch.js';
+
+export type { CliIo, CliResult } from './command-io.js';
+
+/** The demo root shipped with the package, used when no trust anchors are configured. */
+export const DEMO_TRUST_ANCHORS = join('examples', 'trust-anchors.pem');
+
+const CONTROL_PLANE_COMPONENT_LABEL = 'linkerd.io/control-plane-component';
+
+/** Skip reasons that make manual injection fail, as `linkerd inject` fails on them; UDP only warns. */
+const HARD_REASONS = new Set<SkipReasonCode>([
+  'host_network_enabled',
+  'sidecar_already_exists',
+  'disabled_automount_service_account_token_account',
+]);
+
+interface Settings {
+  manual: boolean;
+  flags: FlagAnnotations;
+  config: InjectorConfig;
+  /** linkerd-init's xtables lock volume, whatever the values call it. */
+  xtablesVolume: string;
+}
+
+/** JSON values as Go prints a manifest: map entries that are null are left out (`resources: null` of the proxy). */
+function withoutNulls(value: Json): Json {
+  if (Array.isArray(value)) return value.map(withoutNulls);
+  if (isObject(value)) {
+    const out: { [key: string]: Json } = {};
+    for (const [k, v] of Object.entries(value)) if (v !== null) out[k] = withoutNulls(v as Json);
+    return out;
+  }
+  return value;
+}
+
+/** `add` operations for annotations under `<path>`, creating the metadata and the map when missing. */
+function annotationOps(owner: Record<string, unknown>, path: string, entries: Record<string, string>): PatchOp[] {
+  if (Object.keys(entries).length === 0) return [];
+  const metadata = owner['metadata'];
+  const ops: PatchOp[] = [];
+  if (!isObject(metadata)) ops.push({ op: 'add', path, value: {} });
+  const annotations = isObject(metadata) ? metadata['annotations'] : undefined;
+  ops.push(...addMapEntries(`${path}/annotations`, entries, isObject(annotations)));
+  return ops;
+}
+
+/** A document that is a list or a scalar: not something `kubectl apply` would take either. */
+export function notAnObject(): ObjectChange<ObjectReport> {
+  return { ops: [], failed: true, report: { kind: 'document', name: '', status: 'failed', detail: 'not a Kubernetes object', checks: [] } };
+}
+
+export function nameOf(object: Record<string, unknown>): string {
+  const metadata = isObject(object['metadata']) ? object['metadata'] : {};
+  const name = metadata['name'] ?? metadata['generateName'];
+  return typeof name === 'string' ? name : '';
+}
+
+function checksOf(result: InjectionResult): Check[] {
+  return CHECKS.map(({ code, pass }): Check => {
+    if (code === 'udp') {
+      if (!result.udp) return { mark: OK, text: pass };
+      return { mark: WARN, text: `${SKIP_REASON_TEXT.udp_ports_enabled}: UDP traffic does not go through the proxy` };
+    }
+    const failed = result.reasons.find((r) => r.code === code);
+    return failed ? { mark: HARD_REASONS.has(code) ? FAIL : WARN, text: failed.text } : { mark: OK, text: pass };
+  });
+}
+
+/** What `inject` does to one object. */
+export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectReport> {
+  if (!isObject(object)) return notAnObject();
+  const kind = typeof object['kind'] === 'string' ? object['kind'].toLowerCase() : '';
+  const name = nameOf(object);
+  const report: ObjectReport = { kind, name, status: 'unchanged', checks: [] };
+  if (kind === '') return { ops: [], failed: false, report };
+
+  const undone = uninject(object, { volumes: [s.xtablesVolume] });
+  const base = applyToValue(structuredClone(object), undone.patch);
+  const ops: PatchOp[] = [...undone.patch];
+  const done = (status: ObjectReport['status'], detail?: string): ObjectChange<ObjectReport> => ({
+    ops,
+    failed: false,
+    report: { ...report, status, ...(detail !== undefined && { detail }) },
+  });
+  const fail = (detail: string, checks: Check[] = []): ObjectChange<ObjectReport> => ({
+    ops: [],
+    failed: true,
+    report: { ...report, status: 'failed', detail, checks },
+  });
+  const injectValue = s.flags.ingress ? INJECT_INGRESS : INJECT_ENABLED;
+
+  if (kind === 'namespace') {
+    const own = stringMap(isObject(base['metadata']) ? base['metadata']['annotations'] : undefined);
+    // Linkerd would overwrite an explicit opt-out; a namespace that says disabled is left as it says.
+    if (own[INJECT_ANNOTATION] === INJECT_DISABLED) return done('skipped', `annotated ${INJECT_ANNOTATION}: ${INJECT_DISABLED}`);
+    ops.push(...annotationOps(base, '/metadata', { ...annotationsFor(s.flags, own, 'namespace'), [INJECT_ANNOTATION]: injectValue }));
+    return done('annotated', `${INJECT_ANNOTATION}: ${injectValue}`);
+  }
+  if (kind === 'service') {
+    // As Linkerd does, --opaque-ports is recorded on Services too: clients read it there.
+    const own = stringMap(isObject(base['metadata']) ? base['metadata']['annotations'] : undefined);
+    const ports = annotationsFor(s.flags, own, 'template')[A.opaquePorts];
+    if (ports !== undefined) {
+      ops.push(...annotationOps(base, '/metadata', { [A.opaquePorts]: ports }));
+      return done('annotated', `${A.opaquePorts}: ${ports}`);
+    }
+  }
+  if (!isWorkloadKind(kind)) {
+    return done(ops.length > 0 ? 'uninjected' : 'unchanged', SKIP_REASON_TEXT.unsupported_resource);
+  }
+
+  let located;
+  try {
+    located = locate(base);
+  } catch (err) {
+    if (isEngineError(err)) return fail(err.message);
+    throw err;
+  }
+  const template = located.template ?? {};
+  const templateMeta = isObject(template.metadata) ? template.metadata : {};
+  const own = stringMap(templateMeta.annotations);
+  if (own[INJECT_ANNOTATION] === INJECT_DISABLED) {
+    return done('skipped', SKIP_REASON_TEXT.injection_disable_annotation_present);
+  }
+  if (!s.manual && CONTROL_PLANE_COMPONENT_LABEL in stringMap(templateMeta.labels)) {
+    return fail('--manual must be set when injecting control plane components');
+  }
+  const requested = annotationsFor(s.flags, own, 'template');
+  if (s.flags.ingress || !s.manual) requested[INJECT_ANNOTATION] = injectValue;
+  const templateOps = annotationOps(template as Record<string, unknown>, `${located.prefix}/metadata`, requested);
+  const flagged = applyToValue(base, templateOps);
+
+  let result: InjectionResult;
+  try {
+    result = inject({ object: flagged, origin: 'cli', config: s.config });
+  } catch (err) {
+    if (isEngineError(err)) return fail(err.message);
+    throw err;
+  }
+  const checks = [...checksOf(result), ...result.warnings.map((w): Check => ({ mark: WARN, text: w }))];
+  const hard = result.reasons.filter((r) => HARD_REASONS.has(r.code));
+  if (hard.length > 0) return fail(hard.map((r) => r.text).join(', '), checks);
+  report.checks = checks;
+  ops.push(...templateOps);
+  if (!s.manual) return done('annotated', `${INJECT_ANNOTATION}: ${injectValue}`);
+  const patch = result.patch.map((o): PatchOp => ({ ...o, value: withoutNulls(o.value) }));
+  ops.push(...patch);
+  return done('injected');
+}
+
+function readConfigFile(cwd: string, file: string, what: string): string {
+  try {
+    return readFileSync(resolve(cwd, file), 'utf8');
+  } catch (err) {
+    throw new InputError(`${what} ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+  }
+}
+
+interface Configured {
+  values: LinkerdValues;
+  warnings: Check[];
+}
+
+/** Values (embedded or --values) with the trust anchors from --trust-anchors, the values, or the demo root. */
+function configure(opts: ParsedOptions, cwd: string, manual: boolean): Configured {
+  let values = typeof opts['values'] === 'string' ? loadValues(readConfigFile(cwd, opts['values'], '--values')) : defaultValues();
+  const warnings: Check[] = [];
+  const anchorsFile = opts['trust-anchors'];
+  if (typeof anchorsFile === 'string') {
+    const pem = readConfigFile(cwd, anchorsFile, '--trust-anchors');
+    if (pem.trim() === '') throw new InputError(`--trust-anchors ${anchorsFile}: the file is empty`);
+    values = withTrustAnchors(values, pem);
+  } else if (values.identityTrustAnchorsPEM.trim() === '') {
+    let demo: string;
+    try {
+      demo = readFileSync(join(packageRoot, DEMO_TRUST_ANCHORS), 'utf8');
+    } catch {
+      // Without --manual the proxy is not rendered here, so no anchors are needed (the engine only decides).
+      if (manual) throw new InputError('no trust anchors: give --trust-anchors FILE, or identityTrustAnchorsPEM in --values');
+      demo = 'unused: annotation-only injection renders no proxy';
+    }
+    values = withTrustAnchors(values, demo);
+    if (manual) {
+      warnings.push({
+        mark: WARN,
+        text:
+          'no trust anchors given (--trust-anchors, or identityTrustAnchorsPEM in --values): ' +
+          `using the demo root ${DEMO_TRUST_ANCHORS}; the injected proxies will not get a usable identity`,
+      });
+    }
+  }
+  return { values, warnings };
+}
+
+const BOOLEAN_OPTIONS = new Set([
+  ...PROXY_FLAGS.filter((f) => f.type === 'boolean').map((f) => f.name),
+  ...Object.entries(GENERAL_OPTIONS)
+    .filter(([, o]) => o.type === 'boolean')
+    .map(([name]) => name),
+]);
+
+/** Runs `inject` with the given arguments; nothing is written anywhere, the caller prints the result. */
+export async function runInject(argv: readonly string[], io: CliIo = {}): Promise<CliResult> {
+  const cwd = io.cwd ?? process.cwd();
+  let opts: ParsedOptions;
+  let inputs: string[];
+  let format: OutputFormat;
+  try {
+    const parsed = parseArgs({
+      args: normalizeBooleanArgs(argv, BOOLEAN_OPTIONS),
+      options: { ...GENERAL_OPTIONS, ...proxyFlagOptions() },
+      allowPositionals: true,
+      allowNegative: true,
+      strict: true,
+    });
+    opts = parsed.values as ParsedOptions;
+    inputs = parsed.positionals;
+    if (opts['help'] === true) return { stdout: INJECT_HELP, stderr: '', code: 0 };
+    format = outputFormat(opts['output']);
+    if (inputs.length === 0) throw new UsageError('no input: give files, directories, or - for stdin');
+  } catch (err) {
+    return usageFailure('inject', (err as Error).message);
+  }
+  const manual = opts['manual'] === true;
+  let configured: Configured;
+  let flags: FlagAnnotations;
+  try {
+    configured = configure(opts, cwd, manual);
+    flags = flagAnnotations(opts, configured.values);
+  } catch (err) {
+    if (err instanceof UsageError) return usageFailure('inject', err.message);
+    if (err instanceof InputError || isEngineError(err)) return failure('inject', err.message);
+    throw err;
+  }
+
+  let manifests;
+  try {
+    manifests = await readManifests(inputs, { cwd, readStdin: stdinReader(io) });
+  } catch (err) {
+    if (err instanceof InputError) return failure('inject', err.message);
+    throw err;
+  }
+  const settings: Settings = {
+    manual,
+    flags,
+    config: { values: configured.values, controlPlaneNamespace: (opts['linkerd-namespace'] as string | undefined) || 'linkerd' },
+    xtablesVolume: configured.values.proxyInit.xtMountPath.name,
+  };
+  const outcome = transformManifests(manifests, (object) => injectObject(object, settings));
+  const injected = outcome.reports.some((r) => r.status === 'injected');
+  const warnings = [
+    ...(injected ? configured.warnings : []),
+    ...outcome.rewritten.map((d): Check => ({ mark: WARN, text: `${d}: its layout could not be kept; it was rewritten from its data` })),
+  ];
+  let stderr = renderReport(warnings, outcome.reports, opts['verbose'] === true);
+  if (outcome.failed) {
+    const count = outcome.reports.filter((r) => r.status === 'failed').length;
+    stderr += `\n${count} object${count === 1 ? '' : 's'} could not be injected; nothing was written to stdout\n`;
+    return { stdout: '', stderr, code: 1 };
+  }
+  return { stdout: render(manifests, format), stderr, code: 0 };
+}
+
+/** `proxy-injector inject` on the process's stdin, stdout and stderr. */
+export async function runInjectCommand(args: string[]): Promise<number> {
+  const result = await runInject(args, { stdin: readProcessStdin, cwd: process.cwd() });
+  process.stdout.write(result.stdout);
+  process.stderr.write(result.stderr);
+  return result.code;
+}

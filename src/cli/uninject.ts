@@ -1,0 +1,106 @@
+/** `proxy-injector uninject`: takes Linkerd's proxy, init container, volumes and metadata out of manifests. */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { isEngineError, loadValues, uninject, type Removed } from '../engine/index.js';
+import { isObject } from '../engine/k8s.js';
+import { UsageError } from './inject-flags.js';
+import { nameOf, notAnObject } from './inject.js';
+import { failure, outputFormat, readProcessStdin, stdinReader, usageFailure, type CliIo, type CliResult } from './command-io.js';
+import { InputError, readManifests, render, transformManifests, type ObjectChange, type OutputFormat } from './manifests.js';
+import { OK, renderReport, type Check, type ObjectReport } from './report.js';
+
+export const UNINJECT_HELP = `Usage: proxy-injector uninject [flags] FILE|DIR|- ...
+
+Removes what Linkerd's injection adds, from manifests read from files, directories (walked recursively
+in lexical order, *.yaml, *.yml and *.json) or stdin ("-"), as 'linkerd uninject' does: the
+linkerd-proxy, linkerd-init, linkerd-network-validator and linkerd-debug containers (app or init), the
+volumes the injector adds, and every annotation and label whose key starts with linkerd.io, except
+'linkerd.io/inject: disabled', on workloads, their pod templates, Namespaces and Services.
+config.linkerd.io/* annotations stay: they are the workload's proxy configuration. Annotation and label
+maps, init-container and volume lists and pod-template metadata left empty are removed, so uninjecting
+what 'inject' produced gives back the manifest that was injected. Metadata of objects labelled
+linkerd.io/control-plane-component is left alone. Comments, key order and layout are kept.
+
+Options:
+  -o, --output yaml|json   output format (default yaml); with json, one object is printed as it is,
+                           several as the items of a v1 List
+      --values FILE        Linkerd values YAML, for a renamed linkerd-init xtables volume
+                           (proxyInit.xtMountPath.name)
+      --verbose            list what was removed from each object
+  -h, --help               this help
+`;
+
+function describe(removed: Removed): string[] {
+  const lines: string[] = [];
+  const list = (what: string, names: string[]): void => {
+    if (names.length > 0) lines.push(`removed ${what}: ${names.join(', ')}`);
+  };
+  list('init containers', removed.initContainers);
+  list('containers', removed.containers);
+  list('volumes', removed.volumes);
+  list('annotations', removed.annotations);
+  list('labels', removed.labels);
+  return lines;
+}
+
+function uninjectObject(object: unknown, xtablesVolume: string): ObjectChange<ObjectReport> {
+  if (!isObject(object)) return notAnObject();
+  const kind = typeof object['kind'] === 'string' ? object['kind'].toLowerCase() : '';
+  const name = nameOf(object);
+  const { patch, removed } = uninject(object, { volumes: [xtablesVolume] });
+  const checks = describe(removed).map((text): Check => ({ mark: OK, text }));
+  return { ops: patch, failed: false, report: { kind, name, status: patch.length > 0 ? 'uninjected' : 'unchanged', checks } };
+}
+
+/** Runs `uninject` with the given arguments; the caller prints the result. */
+export async function runUninject(argv: readonly string[], io: CliIo = {}): Promise<CliResult> {
+  const cwd = io.cwd ?? process.cwd();
+  let format: OutputFormat;
+  let inputs: string[];
+  let values: string | undefined;
+  let verbose: boolean;
+  try {
+    const parsed = parseArgs({
+      args: [...argv],
+      options: {
+        output: { type: 'string', short: 'o' },
+        values: { type: 'string' },
+        verbose: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+    if (parsed.values.help) return { stdout: UNINJECT_HELP, stderr: '', code: 0 };
+    format = outputFormat(parsed.values.output);
+    inputs = parsed.positionals;
+    values = parsed.values.values;
+    verbose = parsed.values.verbose === true;
+    if (inputs.length === 0) throw new UsageError('no input: give files, directories, or - for stdin');
+  } catch (err) {
+    return usageFailure('uninject', (err as Error).message);
+  }
+  try {
+    const xtablesVolume = values
+      ? loadValues(readFileSync(resolve(cwd, values), 'utf8')).proxyInit.xtMountPath.name
+      : 'linkerd-proxy-init-xtables-lock';
+    const manifests = await readManifests(inputs, { cwd, readStdin: stdinReader(io) });
+    const outcome = transformManifests(manifests, (object) => uninjectObject(object, xtablesVolume));
+    const stderr = renderReport([], outcome.reports, verbose);
+    if (outcome.failed) return { stdout: '', stderr: `${stderr}\nnothing was written to stdout\n`, code: 1 };
+    return { stdout: render(manifests, format), stderr, code: 0 };
+  } catch (err) {
+    if (err instanceof InputError || isEngineError(err)) return failure('uninject', err.message);
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return failure('uninject', `--values ${values}: no such file`);
+    throw err;
+  }
+}
+
+/** `proxy-injector uninject` on the process's stdin, stdout and stderr. */
+export async function runUninjectCommand(args: string[]): Promise<number> {
+  const result = await runUninject(args, { stdin: readProcessStdin, cwd: process.cwd() });
+  process.stdout.write(result.stdout);
+  process.stderr.write(result.stderr);
+  return result.code;
+}
