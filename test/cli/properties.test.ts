@@ -14,22 +14,12 @@ import { describe, expect, it } from 'vitest';
 import { runInject } from '../../src/cli/inject.js';
 import { YAML_OPTIONS } from '../../src/cli/manifests.js';
 import { runUninject } from '../../src/cli/uninject.js';
+import { seededRandom } from '../support/random.js';
 
 const SEED = Number(process.env['PROPERTY_SEED'] ?? 20260521);
 const CASES = 120;
 const ANCHORS = ['--trust-anchors', 'test/fixtures/cli/trust-anchors.pem'];
 
-/** mulberry32: a small, good-enough seeded generator. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Obj = Record<string, unknown>;
 
@@ -166,7 +156,7 @@ interface Sample {
 function samples(): Sample[] {
   const out: Sample[] = [];
   for (let i = 0; i < CASES; i++) {
-    const g = new Gen(random(SEED + i));
+    const g = new Gen(seededRandom(SEED + i));
     out.push({ seed: SEED + i, text: g.manifest(), flags: g.flags() });
   }
   return out;

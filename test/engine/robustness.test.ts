@@ -5,18 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { EngineError, inject, type InjectionResult } from '../../src/engine/index.js';
 import { applied, testConfig } from '../support/engine.js';
+import { seededRandom } from '../support/random.js';
 
-/** mulberry32: a tiny deterministic PRNG. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const JUNK: unknown[] = [null, 0, -1, 70000, 1.5, '', 'x', '80', true, false, [], [null], ['a'], {}, { a: 1 }, [{}]];
 
@@ -66,7 +56,7 @@ function setAt(root: Record<string, unknown>, path: Array<string | number>, valu
 
 describe('malformed objects', () => {
   it('never crash the engine: 3000 seeded mutations', () => {
-    const random = rng(20261121);
+    const random = seededRandom(20261121);
     const config = testConfig();
     let injected = 0;
     let refused = 0;
