@@ -2,7 +2,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { parseAllDocuments } from 'yaml';
 import {
   defaultValues,
   inject,
@@ -10,6 +9,7 @@ import {
   withTrustAnchors,
   type InjectionResult,
 } from '../engine/index.js';
+import { parseManifests } from './manifests.js';
 import { packageRoot } from './package-info.js';
 
 const HELP = `Usage: proxy-injector example [POD_FILE] [options]
@@ -29,15 +29,7 @@ Options:
 
 /** Reads a single-document YAML or JSON manifest, naming the file and line of a syntax error. */
 export function readManifest(path: string): unknown {
-  const text = readFileSync(path, 'utf8');
-  const docs = parseAllDocuments(text, { version: '1.1' });
-  const problems = docs.flatMap((d) => d.errors);
-  if (problems.length > 0) {
-    const first = problems[0];
-    const line = first?.linePos?.[0]?.line;
-    throw new Error(`${path}${line ? `:${line}` : ''}: invalid YAML: ${first?.message.split('\n')[0] ?? 'unknown error'}`);
-  }
-  const objects = docs.map((d) => d.toJS() as unknown).filter((o) => o !== null && o !== undefined);
+  const objects = parseManifests(readFileSync(path, 'utf8'), path).map((m) => m.doc.toJS() as unknown);
   if (objects.length !== 1) throw new Error(`${path}: expected exactly one object, found ${objects.length}`);
   return objects[0];
 }
