@@ -250,6 +250,17 @@ describe('logs', () => {
 });
 
 describe('metrics', () => {
+  it('keep counting across scrapes', async () => {
+    const { app, metrics } = setup();
+    const count = async () => Number(/^proxy_inject_admission_requests_total\{[^}]*\} (\d+)$/m.exec(await metrics.metrics())?.[1]);
+    await post(app, admissionReview(enabledPod()));
+    await post(app, admissionReview(enabledPod()));
+    expect(await count()).toBe(2);
+    expect(await count()).toBe(2);
+    await post(app, admissionReview(enabledPod()));
+    expect(await count()).toBe(3);
+  });
+
   it('count requests and responses with Linkerd’s labels', async () => {
     const { app, metrics } = setup({ owner: () => ({ kind: 'deployment', name: 'web' }) });
     await post(app, admissionReview(pod({ annotations: { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-cpu-request': '100m' } })));
