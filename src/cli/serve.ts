@@ -31,6 +31,7 @@ Options:
   --linkerd-namespace NS       control-plane namespace (default linkerd)
   --kubeconfig FILE            cluster credentials (default: in-cluster service account, else
                                $KUBECONFIG or ~/.kube/config, else run without a cluster)
+  --no-cluster                 run without a cluster even if credentials are found
   --events POLICY              Kubernetes Events on the pod's workload: all (as Linkerd), relevant
                                (no InjectionSkipped for pods nobody asked to mesh), none (default relevant)
   --log-level LEVEL            trace, debug, info, warn, error, fatal or silent (default info)
@@ -50,6 +51,7 @@ const OPTIONS = {
   'trust-anchors': { type: 'string' },
   'linkerd-namespace': { type: 'string', default: 'linkerd' },
   kubeconfig: { type: 'string' },
+  'no-cluster': { type: 'boolean', default: false },
   events: { type: 'string', default: 'relevant' },
   'log-level': { type: 'string', default: 'info' },
   'log-format': { type: 'string', default: 'auto' },
@@ -67,6 +69,10 @@ export function envArgs(env: NodeJS.ProcessEnv): string[] {
     if (name === 'help') continue;
     const value = env[`PROXY_INJECTOR_${name.toUpperCase().replace(/-/g, '_')}`];
     if (value === undefined || value === '') continue;
+    if (OPTIONS[name].type === 'boolean') {
+      if (/^(1|true|yes)$/i.test(value)) args.push(`--${name}`);
+      continue;
+    }
     const values = OPTIONS[name].type === 'string' && 'multiple' in OPTIONS[name] ? value.split(',') : [value];
     for (const v of values) args.push(`--${name}=${v.trim()}`);
   }
@@ -99,7 +105,8 @@ export async function runServe(argv: string[]): Promise<number> {
 
   const logger = createLogger({ level, format });
   const metrics = new InjectorMetrics();
-  const cluster = connectToCluster(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {});
+  if (opts['no-cluster'] && opts.kubeconfig) throw new Error('--no-cluster and --kubeconfig contradict each other');
+  const cluster = opts['no-cluster'] ? undefined : connectToCluster(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {});
   const context = createContext({
     cluster,
     controlPlaneNamespace: opts['linkerd-namespace'],

@@ -15,6 +15,11 @@ describe('PROXY_INJECTOR_* environment variables', () => {
     ).toEqual(['--addr=127.0.0.1:9443', '--tls-san=a.svc', '--tls-san=b.svc', '--log-level=debug']);
   });
 
+  it('boolean variables become bare flags when true', () => {
+    expect(envArgs({ PROXY_INJECTOR_NO_CLUSTER: 'true' })).toEqual(['--no-cluster']);
+    expect(envArgs({ PROXY_INJECTOR_NO_CLUSTER: 'false' })).toEqual([]);
+  });
+
   it('empty variables are ignored', () => {
     expect(envArgs({ PROXY_INJECTOR_VALUES: '' })).toEqual([]);
   });
