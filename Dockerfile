@@ -9,6 +9,9 @@ RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
+# A small young generation and a bounded old one: about 105 MiB resident idle and 130 MiB under sustained load, instead
+# of 240 MiB with V8's defaults, for about 5% of throughput (see README, "Resources").
+ENV NODE_OPTIONS="--max-semi-space-size=2 --max-old-space-size=128"
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

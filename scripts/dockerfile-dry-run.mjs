@@ -57,7 +57,7 @@ for (const raw of lines) {
       break;
     case 'ENV': {
       const [key, ...value] = args.split('=');
-      env[key] = value.join('=');
+      env[key] = value.join('=').replace(/^"(.*)"$/, '$1');
       break;
     }
     case 'COPY': {
