@@ -164,7 +164,8 @@ function samples(): Sample[] {
 
 const run = (args: string[], stdin: string) => runInject([...args, '-'], { stdin });
 
-describe(`properties over ${CASES} generated manifests (seed ${SEED})`, () => {
+// Each property runs the whole CLI over every generated manifest: seconds of CPU, more on a busy machine.
+describe(`properties over ${CASES} generated manifests (seed ${SEED})`, { timeout: 60_000 }, () => {
   const all = samples();
 
   it('the generator covers every kind, both list styles, Lists and flags', () => {
