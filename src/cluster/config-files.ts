@@ -11,6 +11,57 @@ export interface ConfigSource {
   close(): void;
 }
 
+/**
+ * The configuration in force, replaced only by a valid new one: a new configuration that fails to build is logged and
+ * counted, and the last good one stays. Shared by every source (files, or ConfigMaps watched through the API).
+ */
+export class ConfigHolder {
+  private config: InjectorConfig | undefined;
+  private problem = 'nothing has been read yet';
+
+  constructor(
+    private readonly controlPlaneNamespace: string,
+    private readonly logger: Logger,
+    private readonly onReload?: (applied: boolean, error?: Error) => void,
+  ) {}
+
+  get loaded(): boolean {
+    return this.config !== undefined;
+  }
+
+  current(): InjectorConfig {
+    if (this.config) return this.config;
+    throw new Error(`the Linkerd configuration is not loaded: ${this.problem}`);
+  }
+
+  /** Builds and applies a new configuration from `source` (for the log); returns whether it was applied. */
+  offer(source: string, build: () => LinkerdValues): boolean {
+    const first = this.config === undefined;
+    try {
+      const values = build();
+      this.config = { values, controlPlaneNamespace: this.controlPlaneNamespace };
+      this.logger.info(
+        { source, cniEnabled: values.cniEnabled, nativeSidecar: values.proxy.nativeSidecar },
+        first ? 'loaded Linkerd configuration' : 'reloaded Linkerd configuration',
+      );
+      if (!values.identityTrustAnchorsPEM.trim()) {
+        this.logger.warn('no identity trust anchors are configured: pods that ask for injection will be denied until there are');
+      }
+      if (!first) this.onReload?.(true);
+      return true;
+    } catch (err) {
+      const error = err instanceof Error ? err : new Error(String(err));
+      if (first) this.problem = error.message;
+      this.logger.error(
+        { source, err: error.message },
+        first ? 'cannot load the Linkerd configuration' : 'refusing the new Linkerd configuration; keeping the last good one',
+      );
+      if (!first) this.onReload?.(false, error);
+      return false;
+    }
+  }
+}
+
 export interface FileConfigOptions {
   /** A Linkerd values YAML file; absent means the embedded defaults. */
   valuesPath?: string;
@@ -36,13 +87,13 @@ function fingerprint(path: string | undefined): string {
 }
 
 export class FileConfigSource implements ConfigSource {
-  private config: InjectorConfig | undefined;
-  private lastError: Error | undefined;
+  private readonly holder: ConfigHolder;
   private seen = '';
   private readonly timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: FileConfigOptions) {
-    this.reload(true);
+    this.holder = new ConfigHolder(options.controlPlaneNamespace, options.logger, options.onReload);
+    this.reload();
     const pollMs = options.pollMs ?? 2000;
     if (pollMs > 0) {
       this.timer = setInterval(() => this.poll(), pollMs);
@@ -51,45 +102,27 @@ export class FileConfigSource implements ConfigSource {
   }
 
   get loaded(): boolean {
-    return this.config !== undefined;
+    return this.holder.loaded;
   }
 
   current(): InjectorConfig {
-    if (this.config) return this.config;
-    throw new Error(`the Linkerd configuration is not loaded: ${this.lastError?.message ?? 'unknown error'}`);
+    return this.holder.current();
   }
 
   /** Re-reads the files if they changed since the last attempt. */
   poll(): void {
     const now = `${fingerprint(this.options.valuesPath)}|${fingerprint(this.options.trustAnchorsPath)}`;
-    if (now !== this.seen) this.reload(false);
+    if (now !== this.seen) this.reload();
   }
 
-  private reload(first: boolean): void {
-    const { valuesPath, trustAnchorsPath, logger } = this.options;
+  private reload(): void {
+    const { valuesPath, trustAnchorsPath } = this.options;
     this.seen = `${fingerprint(valuesPath)}|${fingerprint(trustAnchorsPath)}`;
-    try {
-      let values: LinkerdValues = valuesPath ? loadValues(read(valuesPath, 'values')) : defaultValues();
-      if (trustAnchorsPath) values = withTrustAnchors(values, read(trustAnchorsPath, 'trust anchors'));
-      this.config = { values, controlPlaneNamespace: this.options.controlPlaneNamespace };
-      this.lastError = undefined;
-      logger.info(
-        { values: valuesPath ?? '(embedded defaults)', trustAnchors: trustAnchorsPath ?? '(from values)', cniEnabled: values.cniEnabled, nativeSidecar: values.proxy.nativeSidecar },
-        first ? 'loaded Linkerd configuration' : 'reloaded Linkerd configuration',
-      );
-      if (!values.identityTrustAnchorsPEM.trim()) {
-        logger.warn('no identity trust anchors are configured: pods that ask for injection will be denied until there are');
-      }
-      if (!first) this.options.onReload?.(true);
-    } catch (err) {
-      const error = err instanceof Error ? err : new Error(String(err));
-      this.lastError = this.config ? this.lastError : error;
-      logger.error(
-        { err: error.message },
-        this.config ? 'refusing the new Linkerd configuration; keeping the last good one' : 'cannot load the Linkerd configuration',
-      );
-      if (!first) this.options.onReload?.(false, error);
-    }
+    const source = `${valuesPath ?? '(embedded defaults)'}${trustAnchorsPath ? ` and ${trustAnchorsPath}` : ''}`;
+    this.holder.offer(source, () => {
+      const values: LinkerdValues = valuesPath ? loadValues(read(valuesPath, 'values')) : defaultValues();
+      return trustAnchorsPath ? withTrustAnchors(values, read(trustAnchorsPath, 'trust anchors')) : values;
+    });
   }
 
   close(): void {

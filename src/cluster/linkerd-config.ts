@@ -6,7 +6,7 @@
 import { CoreV1Api, type KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { loadValues, withTrustAnchors, type InjectorConfig } from '../engine/index.js';
-import type { ConfigSource } from './config-files.js';
+import { ConfigHolder, type ConfigSource } from './config-files.js';
 import { ResilientInformer } from './informer.js';
 
 export const LINKERD_CONFIG = 'linkerd-config';
@@ -22,8 +22,7 @@ export interface ApiConfigOptions {
 }
 
 export class ApiConfigSource implements ConfigSource {
-  private config: InjectorConfig | undefined;
-  private problem = `ConfigMap ${LINKERD_CONFIG} has not been read yet`;
+  private readonly holder: ConfigHolder;
   /** The data last turned into a configuration, so unrelated ConfigMap updates cause no reload. */
   private applied = '';
   /** The two ConfigMaps' data as the events delivered them (a fresh list arrives before its cache is swapped in). */
@@ -33,6 +32,7 @@ export class ApiConfigSource implements ConfigSource {
   private readonly informer: ResilientInformer<V1ConfigMap>;
 
   constructor(private readonly options: ApiConfigOptions) {
+    this.holder = new ConfigHolder(options.controlPlaneNamespace, options.logger, options.onReload);
     const api = options.kubeConfig.makeApiClient(CoreV1Api);
     const namespace = options.controlPlaneNamespace;
     this.informer = new ResilientInformer<V1ConfigMap>({
@@ -58,7 +58,7 @@ export class ApiConfigSource implements ConfigSource {
   }
 
   get loaded(): boolean {
-    return this.config !== undefined;
+    return this.holder.loaded;
   }
 
   get hasSynced(): boolean {
@@ -74,8 +74,7 @@ export class ApiConfigSource implements ConfigSource {
   }
 
   current(): InjectorConfig {
-    if (this.config) return this.config;
-    throw new Error(`the Linkerd configuration is not loaded: ${this.problem}`);
+    return this.holder.current();
   }
 
   close(): void {
@@ -89,27 +88,11 @@ export class ApiConfigSource implements ConfigSource {
     const anchors = this.anchorsText;
     const fingerprint = `${values ?? ''}\u0000${anchors ?? ''}`;
     if (fingerprint === this.applied) return;
-    const first = this.config === undefined;
-    try {
+    this.applied = fingerprint;
+    this.holder.offer(`ConfigMaps ${ns}/${LINKERD_CONFIG}${anchors !== undefined ? ` and ${ns}/${TRUST_ROOTS}` : ''}`, () => {
       if (values === undefined) throw new Error(`ConfigMap ${ns}/${LINKERD_CONFIG} has no "values" key`);
-      let parsed = loadValues(values);
-      if (anchors !== undefined) parsed = withTrustAnchors(parsed, anchors);
-      this.config = { values: parsed, controlPlaneNamespace: ns };
-      this.applied = fingerprint;
-      this.options.logger.info(
-        { cniEnabled: parsed.cniEnabled, nativeSidecar: parsed.proxy.nativeSidecar, trustRoots: anchors !== undefined },
-        first ? `loaded Linkerd configuration from ConfigMap ${ns}/${LINKERD_CONFIG}` : `reloaded Linkerd configuration from ConfigMap ${ns}/${LINKERD_CONFIG}`,
-      );
-      if (!first) this.options.onReload?.(true);
-    } catch (err) {
-      const error = err instanceof Error ? err : new Error(String(err));
-      this.applied = fingerprint;
-      if (first) this.problem = error.message;
-      this.options.logger.error(
-        { err: error.message },
-        first ? 'cannot load the Linkerd configuration' : 'refusing the new Linkerd configuration; keeping the last good one',
-      );
-      this.options.onReload?.(false, error);
-    }
+      const parsed = loadValues(values);
+      return anchors !== undefined ? withTrustAnchors(parsed, anchors) : parsed;
+    });
   }
 }

@@ -74,10 +74,11 @@ describe('FileConfigSource', () => {
     expect(() => s.current()).toThrowError(/the Linkerd configuration is not loaded: cannot read the values file .*values\.yaml: ENOENT/);
   });
 
-  it('recovers once the file appears', () => {
-    const { s, valuesPath } = source({ anchors: 'PEM-A' });
+  it('recovers once the file appears; neither the failed first load nor the first success counts as a reload', () => {
+    const { s, valuesPath, reloads } = source({ anchors: 'PEM-A' });
     writeFileSync(valuesPath, 'clusterDomain: example.org\n');
     s.poll();
     expect(s.current().values.clusterDomain).toBe('example.org');
+    expect(reloads).toEqual([]);
   });
 });
