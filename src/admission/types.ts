@@ -1,6 +1,5 @@
 /** AdmissionReview types (admission.k8s.io v1 and v1beta1 share one JSON shape); no typings package provides them. */
 
-export const ADMISSION_GROUP = 'admission.k8s.io';
 export const SUPPORTED_API_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
 export type AdmissionApiVersion = (typeof SUPPORTED_API_VERSIONS)[number];
 

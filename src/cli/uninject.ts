@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { isEngineError, loadValues, uninject, type Removed } from '../engine/index.js';
+import { defaultValues, isEngineError, loadValues, uninject, type Removed } from '../engine/index.js';
 import { isObject } from '../engine/k8s.js';
 import { UsageError } from './inject-flags.js';
 import { nameOf, notAnObject } from './inject.js';
@@ -82,9 +82,8 @@ export async function runUninject(argv: readonly string[], io: CliIo = {}): Prom
     return usageFailure('uninject', (err as Error).message);
   }
   try {
-    const xtablesVolume = values
-      ? loadValues(readFileSync(resolve(cwd, values), 'utf8')).proxyInit.xtMountPath.name
-      : 'linkerd-proxy-init-xtables-lock';
+    const configured = values ? loadValues(readFileSync(resolve(cwd, values), 'utf8')) : defaultValues();
+    const xtablesVolume = configured.proxyInit.xtMountPath.name;
     const manifests = await readManifests(inputs, { cwd, readStdin: stdinReader(io) });
     const outcome = transformManifests(manifests, (object) => uninjectObject(object, xtablesVolume));
     const stderr = renderReport([], outcome.reports, verbose);

@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { EngineError } from './errors.js';
 import type { EnvVar } from './k8s.js';
+import { XTABLES_LOCK_VOLUME } from './names.js';
 
 export interface ImageValues {
   name: string;
@@ -191,7 +192,7 @@ export function defaultValues(): LinkerdValues {
       runAsRoot: false,
       runAsUser: 65534,
       runAsGroup: 65534,
-      xtMountPath: { mountPath: '/run', name: 'linkerd-proxy-init-xtables-lock' },
+      xtMountPath: { mountPath: '/run', name: XTABLES_LOCK_VOLUME },
     },
     networkValidator: {
       logLevel: 'debug',
