@@ -1,6 +1,6 @@
 /**
  * End to end against a real kube-apiserver (and kube-controller-manager, so Deployments and Jobs make their pods):
- * the injector runs as its own process with only the RBAC of deploy/rbac.yaml, is registered with Linkerd's
+ * the injector runs as its own process with only the RBAC of the Helm chart, is registered with Linkerd's
  * MutatingWebhookConfiguration and our CA, and every assertion reads objects as the API server stored them.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -13,11 +13,10 @@ import {
   CoreV1Api,
   KubeConfig,
   KubernetesObjectApi,
-  loadAllYaml,
-  type KubernetesObject,
   type V1Pod,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderChart } from './support/chart.js';
 import { startControlPlane, type ControlPlane } from './support/control-plane.js';
 import { linkerdWebhookConfiguration, startInjector, tokenKubeconfig, type RunningInjector } from './support/injector.js';
 
@@ -112,14 +111,15 @@ beforeAll(async () => {
     body: { metadata: { name: 'linkerd-identity-trust-roots' }, data: { 'ca-bundle.crt': TRUST_ANCHORS } },
   });
 
-  // The injector's identity: deploy/rbac.yaml exactly, and a token for its service account.
+  // The injector's identity: the chart's ServiceAccount and RBAC exactly, and a token for its service account.
+  await namespace('proxy-injector');
   const objects = kc.makeApiClient(KubernetesObjectApi);
-  for (const doc of loadAllYaml(readFileSync(join(REPO_ROOT, 'deploy', 'rbac.yaml'), 'utf8')) as KubernetesObject[]) {
-    await objects.create(doc);
-  }
+  const rbac = renderChart('proxy-injector', 'proxy-injector', {}, ['--show-only', 'templates/serviceaccount.yaml', '--show-only', 'templates/rbac.yaml']);
+  expect(rbac.map((o) => o.kind)).toEqual(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
+  for (const doc of rbac) await objects.create(doc);
   const token = await core.createNamespacedServiceAccountToken({
-    name: 'linkerd-proxy-injector',
-    namespace: 'linkerd',
+    name: 'proxy-injector',
+    namespace: 'proxy-injector',
     body: { spec: { audiences: [], expirationSeconds: 3600 } },
   });
   const workDir = join(cp.workDir, 'injector');

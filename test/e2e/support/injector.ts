@@ -19,13 +19,21 @@ export interface RunningInjector {
 }
 
 /** Starts `proxy-injector serve` on loopback with its own kubeconfig; resolves once /ready answers 200. */
-export async function startInjector(options: { workDir: string; kubeconfigPath: string; extraArgs?: string[] }): Promise<RunningInjector> {
-  const tlsDir = join(options.workDir, 'injector-tls');
+export async function startInjector(options: {
+  workDir: string;
+  kubeconfigPath: string;
+  extraArgs?: string[];
+  /** webhook listen address (default 127.0.0.1:0) */
+  addr?: string;
+  /** directory with the serving key pair and ca.crt (default: a generated development pair in workDir) */
+  tlsDir?: string;
+}): Promise<RunningInjector> {
+  const tlsDir = options.tlsDir ?? join(options.workDir, 'injector-tls');
   const child = spawn(
     process.execPath,
     [
       '--import', 'tsx', join(REPO_ROOT, 'src', 'cli', 'main.ts'), 'serve',
-      '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir,
+      '--addr', options.addr ?? '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir,
       '--kubeconfig', options.kubeconfigPath, '--log-format', 'json', '--log-level', 'debug',
       ...(options.extraArgs ?? []),
     ],

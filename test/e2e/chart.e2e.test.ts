@@ -1,0 +1,356 @@
+/**
+ * The Helm chart against a real kube-apiserver: installed and upgraded with helm (whose server-side apply refuses any
+ * field the API server's schema does not declare), next to Linkerd's own injector objects, and then doing the injecting through its own webhook
+ * configuration with the injector running on loopback under the chart's ServiceAccount and RBAC. Also the swap a
+ * Linkerd user makes (Linkerd's webhook pointed away, then back) with both webhooks registered.
+ */
+import { X509Certificate } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  AdmissionregistrationV1Api,
+  ApiextensionsV1Api,
+  AppsV1Api,
+  CoreV1Api,
+  KubeConfig,
+  KubernetesObjectApi,
+  loadAllYaml,
+  type KubernetesObject,
+  type V1MutatingWebhookConfiguration,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  CHART_DIR,
+  HelmError,
+  LINKERD_NAMESPACE_SELECTOR,
+  NO_NAMESPACE_SELECTOR,
+  certManagerCrdDir,
+  helm,
+  linkerdInjectorObjects,
+  nameOf,
+  renderChart,
+  sameObject,
+} from './support/chart.js';
+import { startControlPlane, type ControlPlane } from './support/control-plane.js';
+import { startInjector, tokenKubeconfig, type RunningInjector } from './support/injector.js';
+
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const TRUST_ANCHORS = readFileSync(join(REPO_ROOT, 'examples', 'trust-anchors.pem'), 'utf8');
+const LINKERD_VALUES = 'linkerdVersion: edge-26.8.3\ncniEnabled: false\nproxy:\n  nativeSidecar: false\nproxyInit:\n  iptablesMode: legacy\n';
+const RELEASE = 'proxy-injector';
+const RELEASE_NS = 'proxy-injector';
+const LINKERD_WEBHOOK = 'linkerd-proxy-injector-webhook-config';
+/** A selector no namespace has, for the extra releases that must not intercept the other tests' pods. */
+const NOWHERE = { matchLabels: { 'proxy-injector.io/test-never': 'true' } };
+
+let cp: ControlPlane;
+let kc: KubeConfig;
+let core: CoreV1Api;
+let apps: AppsV1Api;
+let admission: AdmissionregistrationV1Api;
+let objects: KubernetesObjectApi;
+/** Stands in for Linkerd's own injector: the same pods for the same configuration, under Linkerd's names and RBAC. */
+let linkerdInjector: RunningInjector;
+let chartInjector: RunningInjector;
+let chartValues: Record<string, unknown>;
+let linkerdSnapshot: Map<string, string>;
+const scratch = mkdtempSync(join(tmpdir(), 'chart-e2e-'));
+
+async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message ?? String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const address = server.address();
+  await new Promise<void>((r) => server.close(() => r()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+async function namespace(name: string, annotations: Record<string, string> = {}, labels: Record<string, string> = {}): Promise<void> {
+  await core.createNamespace({ body: { metadata: { name, annotations, labels } } });
+  await eventually(`ServiceAccount default in ${name}`, async () => (await core.readNamespacedServiceAccount({ name: 'default', namespace: name })).metadata?.name);
+}
+
+const pod = (name: string): V1Pod => ({ metadata: { name, labels: { app: name } }, spec: { containers: [{ name: 'app', image: 'nginx:1.27' }] } });
+const allContainers = (p: V1Pod) => [...(p.spec?.initContainers ?? []), ...(p.spec?.containers ?? [])].map((c) => c.name);
+
+/** Sum of a counter's series whose labels include all of `labels`, read from an injector's /metrics. */
+async function counter(injector: RunningInjector, metric: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = await (await fetch(`${injector.adminUrl}/metrics`)).text();
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${metric}{`) && !line.startsWith(`${metric} `)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
+const reviews = (injector: RunningInjector) => counter(injector, 'proxy_inject_admission_requests_total');
+
+async function serviceAccountKubeconfig(ns: string, name: string, path: string): Promise<string> {
+  const token = await core.createNamespacedServiceAccountToken({ name, namespace: ns, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
+  return tokenKubeconfig(path, cp.apiServerUrl, cp.caPem, token.status?.token ?? '');
+}
+
+async function readWebhook(name: string): Promise<V1MutatingWebhookConfiguration> {
+  return admission.readMutatingWebhookConfiguration({ name });
+}
+
+async function setLinkerdNamespaceSelector(selector: object): Promise<void> {
+  const current = await readWebhook(LINKERD_WEBHOOK);
+  const hook = current.webhooks?.[0];
+  if (!hook) throw new Error('Linkerd webhook has no entry');
+  hook.namespaceSelector = selector;
+  await admission.replaceMutatingWebhookConfiguration({ name: LINKERD_WEBHOOK, body: current });
+}
+
+async function snapshot(list: KubernetesObject[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const o of list) {
+    const read = await objects.read({ apiVersion: o.apiVersion ?? '', kind: o.kind ?? '', metadata: { name: o.metadata?.name ?? '', ...(o.metadata?.namespace && { namespace: o.metadata.namespace }) } });
+    out.set(`${o.kind}/${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`, read.metadata?.resourceVersion ?? '');
+  }
+  return out;
+}
+
+const kubeconfigOpt = () => ({ kubeconfig: cp.kubeconfigPath });
+
+beforeAll(async () => {
+  cp = await startControlPlane();
+  kc = new KubeConfig();
+  kc.loadFromString(cp.kubeconfig);
+  core = kc.makeApiClient(CoreV1Api);
+  apps = kc.makeApiClient(AppsV1Api);
+  admission = kc.makeApiClient(AdmissionregistrationV1Api);
+  objects = kc.makeApiClient(KubernetesObjectApi);
+
+  // Linkerd's control plane namespace, its ConfigMaps, and its injector's objects. Linkerd's injector mounts its
+  // ConfigMaps; its stand-in reads the same content from files.
+  await namespace('linkerd', {}, { 'config.linkerd.io/admission-webhooks': 'disabled' });
+  await core.createNamespacedConfigMap({ namespace: 'linkerd', body: { metadata: { name: 'linkerd-config' }, data: { values: LINKERD_VALUES } } });
+  await core.createNamespacedConfigMap({ namespace: 'linkerd', body: { metadata: { name: 'linkerd-identity-trust-roots' }, data: { 'ca-bundle.crt': TRUST_ANCHORS } } });
+  const linkerdDir = join(scratch, 'linkerd');
+  mkdirSync(linkerdDir, { recursive: true });
+  writeFileSync(join(linkerdDir, 'values'), LINKERD_VALUES);
+  writeFileSync(join(linkerdDir, 'ca-bundle.crt'), TRUST_ANCHORS);
+  const withoutWebhook = linkerdInjectorObjects('linkerd', '', '').filter((o) => o.kind !== 'MutatingWebhookConfiguration');
+  for (const o of withoutWebhook) await objects.create(o);
+  linkerdInjector = await startInjector({
+    workDir: linkerdDir,
+    kubeconfigPath: await serviceAccountKubeconfig('linkerd', 'linkerd-proxy-injector', join(linkerdDir, 'kubeconfig')),
+    extraArgs: ['--linkerd-namespace', 'linkerd', '--values', join(linkerdDir, 'values'), '--trust-anchors', join(linkerdDir, 'ca-bundle.crt')],
+  });
+  const linkerdObjects = linkerdInjectorObjects('linkerd', linkerdInjector.caPem, `${linkerdInjector.webhookUrl}/`);
+  await objects.create(linkerdObjects.find((o) => o.kind === 'MutatingWebhookConfiguration') as KubernetesObject);
+  linkerdSnapshot = await snapshot(linkerdObjects);
+
+  // The chart, installed as a user would, but with the webhook called on loopback where the injector runs.
+  const port = await freePort();
+  chartValues = { webhook: { url: `https://127.0.0.1:${port}/` } };
+  helm(['install', RELEASE, CHART_DIR, '--namespace', RELEASE_NS, '--create-namespace'], { ...kubeconfigOpt(), values: chartValues });
+
+  // The injector, from what the chart installed: its Secret's key pair, its ServiceAccount's token and its
+  // Deployment's arguments (with only the listen addresses and the certificate directory made local).
+  const workDir = join(scratch, 'chart');
+  const tlsDir = join(workDir, 'tls');
+  mkdirSync(tlsDir, { recursive: true });
+  const secret = await core.readNamespacedSecret({ name: `${RELEASE}-tls`, namespace: RELEASE_NS });
+  for (const key of ['tls.crt', 'tls.key', 'ca.crt']) writeFileSync(join(tlsDir, key), Buffer.from(secret.data?.[key] ?? '', 'base64'));
+  const deployment = await apps.readNamespacedDeployment({ name: RELEASE, namespace: RELEASE_NS });
+  const args = (deployment.spec?.template.spec?.containers[0]?.args ?? []).filter((a) => !/^--(addr|admin-addr|tls-dir)=/.test(a));
+  expect(args[0]).toBe('serve');
+  chartInjector = await startInjector({
+    workDir,
+    kubeconfigPath: await serviceAccountKubeconfig(RELEASE_NS, RELEASE, join(workDir, 'kubeconfig')),
+    addr: `127.0.0.1:${port}`,
+    tlsDir,
+    extraArgs: [...args.slice(1), '--shutdown-delay=0s'],
+  });
+
+  await namespace('meshed', { 'linkerd.io/inject': 'enabled' });
+}, 600_000);
+
+afterAll(async () => {
+  await chartInjector?.stop();
+  await linkerdInjector?.stop();
+  await cp?.stop();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+describe('the Helm chart in a real cluster', () => {
+  it('helm installs with server-side apply, which refuses a field the schema does not declare', () => {
+    const bad = join(scratch, 'bad-chart');
+    mkdirSync(join(bad, 'templates'), { recursive: true });
+    writeFileSync(join(bad, 'Chart.yaml'), 'apiVersion: v2\nname: bad\nversion: 0.0.1\n');
+    writeFileSync(join(bad, 'templates', 'cm.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\ndata: {}\nnotAField: true\n');
+    let error: unknown;
+    try {
+      helm(['install', 'bad', bad, '--namespace', 'default'], kubeconfigOpt());
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(HelmError);
+    expect((error as HelmError).stderr).toMatch(/\.notAField: field not declared in schema/);
+  });
+
+  it('installs next to Linkerd without sharing a name with any of its objects, and leaves them untouched', async () => {
+    const manifest = helm(['get', 'manifest', RELEASE, '--namespace', RELEASE_NS], kubeconfigOpt());
+    const installed = (loadAllYaml(manifest) as KubernetesObject[]).filter(Boolean).map(nameOf);
+    expect(installed.map((o) => o.kind).sort()).toEqual(
+      ['ClusterRole', 'ClusterRoleBinding', 'Deployment', 'MutatingWebhookConfiguration', 'Role', 'RoleBinding', 'Secret', 'Secret', 'Service', 'ServiceAccount'].sort(),
+    );
+    const linkerd = linkerdInjectorObjects('linkerd', '', '').map(nameOf);
+    // Installed into Linkerd's own namespace (which mounts its ConfigMaps) as well as into a namespace of its own.
+    const intoLinkerdNamespace = renderChart(RELEASE, 'linkerd').map(nameOf);
+    for (const ours of [...installed, ...intoLinkerdNamespace]) {
+      expect(linkerd.filter((theirs) => sameObject(ours, theirs)), `${ours.kind} ${ours.name}`).toEqual([]);
+    }
+    expect(() => renderChart('linkerd-proxy-injector', 'linkerd')).toThrow(/Linkerd's own objects use/);
+    expect(await snapshot(linkerdInjectorObjects('linkerd', '', ''))).toEqual(linkerdSnapshot);
+  });
+
+  it('with both webhooks registered, a pod gets exactly one proxy: the injector called second sees it and skips', async () => {
+    // kube-apiserver calls mutating webhooks in the order of their configurations' names: Linkerd's first.
+    await eventually('both webhooks to be called', async () => {
+      const [l, c] = [await reviews(linkerdInjector), await reviews(chartInjector)];
+      await core.createNamespacedPod({ namespace: 'meshed', body: pod('probe'), dryRun: 'All' });
+      return (await reviews(linkerdInjector)) > l && (await reviews(chartInjector)) > c ? true : undefined;
+    });
+    const skippedBefore = await counter(chartInjector, 'proxy_inject_admission_responses_total', { skip_reason: 'sidecar_already_exists' });
+    const created = await core.createNamespacedPod({ namespace: 'meshed', body: pod('both-registered') });
+    expect(allContainers(created).filter((n) => n === 'linkerd-proxy')).toHaveLength(1);
+    expect(allContainers(created).filter((n) => n === 'linkerd-init')).toHaveLength(1);
+    expect(await counter(chartInjector, 'proxy_inject_admission_responses_total', { skip_reason: 'sidecar_already_exists' })).toBe(skippedBefore + 1);
+  });
+
+  it('the swap: with Linkerd’s webhook pointed at no namespace only the chart’s injector mutates; reverting restores Linkerd’s', async () => {
+    await setLinkerdNamespaceSelector(NO_NAMESPACE_SELECTOR);
+    await eventually('Linkerd’s webhook to stop being called', async () => {
+      const l = await reviews(linkerdInjector);
+      const probe = await core.createNamespacedPod({ namespace: 'meshed', body: pod('swap-probe'), dryRun: 'All' });
+      return (await reviews(linkerdInjector)) === l && allContainers(probe).includes('linkerd-proxy') ? true : undefined;
+    });
+    const linkerdBefore = await reviews(linkerdInjector);
+    const injectedBefore = await counter(chartInjector, 'proxy_inject_admission_responses_total', { skip: 'false' });
+    const created = await core.createNamespacedPod({ namespace: 'meshed', body: pod('after-swap') });
+    expect(allContainers(created)).toEqual(['linkerd-init', 'linkerd-proxy', 'app']);
+    expect(created.metadata?.annotations?.['linkerd.io/created-by']).toMatch(/^linkerd\/proxy-injector /);
+    expect(await counter(chartInjector, 'proxy_inject_admission_responses_total', { skip: 'false' })).toBe(injectedBefore + 1);
+    expect(await reviews(linkerdInjector)).toBe(linkerdBefore);
+
+    // Rolling back is the same step reverted: Linkerd's injector is called again (first, by name) and injects.
+    await setLinkerdNamespaceSelector(LINKERD_NAMESPACE_SELECTOR);
+    await eventually('Linkerd’s webhook to be called again', async () => {
+      const l = await reviews(linkerdInjector);
+      await core.createNamespacedPod({ namespace: 'meshed', body: pod('rollback-probe'), dryRun: 'All' });
+      return (await reviews(linkerdInjector)) > l ? true : undefined;
+    });
+    const rolledBack = await core.createNamespacedPod({ namespace: 'meshed', body: pod('after-rollback') });
+    expect(allContainers(rolledBack).filter((n) => n === 'linkerd-proxy')).toHaveLength(1);
+    await setLinkerdNamespaceSelector(NO_NAMESPACE_SELECTOR);
+  });
+
+  it('helm upgrade keeps the CA and the serving certificate; near expiry it signs a new one with the same CA', async () => {
+    const state = async () => {
+      const hook = await readWebhook(`${RELEASE}-${RELEASE_NS}`);
+      const secret = await core.readNamespacedSecret({ name: `${RELEASE}-tls`, namespace: RELEASE_NS });
+      const deployment = await apps.readNamespacedDeployment({ name: RELEASE, namespace: RELEASE_NS });
+      return {
+        caBundle: hook.webhooks?.[0]?.clientConfig.caBundle ?? '',
+        cert: secret.data?.['tls.crt'] ?? '',
+        checksum: deployment.spec?.template.metadata?.annotations?.['checksum/config'] ?? '',
+      };
+    };
+    const before = await state();
+    expect(before.caBundle).not.toBe('');
+    helm(['upgrade', RELEASE, CHART_DIR, '--namespace', RELEASE_NS], { ...kubeconfigOpt(), values: chartValues });
+    expect(await state()).toEqual(before);
+
+    // Renewal window wider than the certificate's life: this upgrade must renew, from the same CA.
+    helm(['upgrade', RELEASE, CHART_DIR, '--namespace', RELEASE_NS], { ...kubeconfigOpt(), values: { ...chartValues, certificates: { generate: { renewBeforeDays: 400 } } } });
+    const renewed = await state();
+    expect(renewed.caBundle).toBe(before.caBundle);
+    expect(renewed.cert).not.toBe(before.cert);
+    expect(renewed.checksum).not.toBe(before.checksum);
+    const ca = new X509Certificate(Buffer.from(renewed.caBundle, 'base64'));
+    const cert = new X509Certificate(Buffer.from(renewed.cert, 'base64'));
+    expect(cert.verify(ca.publicKey)).toBe(true);
+    expect(cert.subjectAltName).toContain('DNS:proxy-injector.proxy-injector.svc');
+    expect(cert.subjectAltName).toContain('IP Address:127.0.0.1');
+    helm(['upgrade', RELEASE, CHART_DIR, '--namespace', RELEASE_NS], { ...kubeconfigOpt(), values: chartValues });
+  });
+
+  it('the cert-manager, existing-Secret and HA variants are accepted by the API server', async () => {
+    // cert-manager's CRDs, from the Go module pinned beside helm, so that Certificate and Issuer are checked too.
+    const extensions = kc.makeApiClient(ApiextensionsV1Api);
+    const crdDir = certManagerCrdDir();
+    for (const file of ['cert-manager.io_certificates.yaml', 'cert-manager.io_issuers.yaml', 'cert-manager.io_clusterissuers.yaml']) {
+      for (const crd of loadAllYaml(readFileSync(join(crdDir, file), 'utf8')) as KubernetesObject[]) {
+        if (crd) await objects.create(crd);
+      }
+    }
+    for (const name of ['certificates.cert-manager.io', 'issuers.cert-manager.io', 'clusterissuers.cert-manager.io']) {
+      await eventually(`CRD ${name} established`, async () => {
+        const crd = await extensions.readCustomResourceDefinition({ name });
+        return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ? true : undefined;
+      });
+    }
+    await core.createNamespace({ body: { metadata: { name: 'variant-secret' } } });
+    await core.createNamespacedSecret({
+      namespace: 'variant-secret',
+      body: { metadata: { name: 'serving' }, type: 'kubernetes.io/tls', data: { 'tls.crt': Buffer.from(chartInjector.caPem).toString('base64'), 'tls.key': Buffer.from('unused').toString('base64') } },
+    });
+    const haValues = readFileSync(join(CHART_DIR, 'values-ha.yaml'), 'utf8');
+    const variants: Array<{ ns: string; values: Record<string, unknown>; args?: string[]; kinds: string[] }> = [
+      { ns: 'variant-cm', values: { certificates: { mode: 'certManager' } }, kinds: ['Certificate', 'Certificate', 'Issuer', 'Issuer'] },
+      { ns: 'variant-cm-issuer', values: { certificates: { mode: 'certManager', certManager: { issuerRef: { name: 'corp', kind: 'ClusterIssuer' } } } }, kinds: ['Certificate'] },
+      { ns: 'variant-secret', values: { certificates: { mode: 'existingSecret', existingSecret: { name: 'serving', caBundle: chartInjector.caPem } } }, kinds: [] },
+      { ns: 'variant-ha', values: {}, args: ['-f', join(CHART_DIR, 'values-ha.yaml')], kinds: ['PodDisruptionBudget', 'Secret', 'Secret'] },
+      { ns: 'linkerd', values: {}, kinds: ['Secret', 'Secret'] },
+    ];
+    expect(haValues).toMatch(/failurePolicy: Fail/);
+    for (const v of variants) {
+      const values = { ...v.values, webhook: { namespaceSelector: NOWHERE } };
+      const release = `pi-${v.ns}`;
+      helm(['install', release, CHART_DIR, '--namespace', v.ns, '--create-namespace', ...(v.args ?? [])], { ...kubeconfigOpt(), values });
+      const kinds = (loadAllYaml(helm(['get', 'manifest', release, '--namespace', v.ns], kubeconfigOpt())) as KubernetesObject[]).filter(Boolean).map((o) => o.kind ?? '');
+      for (const kind of v.kinds) expect(kinds, `${v.ns} installs ${kind}`).toContain(kind);
+      expect(kinds).toContain('MutatingWebhookConfiguration');
+      helm(['uninstall', release, '--namespace', v.ns, '--wait=false'], kubeconfigOpt());
+    }
+  });
+
+  it('under failurePolicy Fail with no injector answering, the injector’s own namespace still creates pods', async () => {
+    helm(['upgrade', RELEASE, CHART_DIR, '--namespace', RELEASE_NS], { ...kubeconfigOpt(), values: { ...chartValues, webhook: { ...(chartValues['webhook'] as object), failurePolicy: 'Fail' } } });
+    expect(await chartInjector.stop()).toBe(0);
+    const refusal = await eventually('failurePolicy Fail to apply', async () => {
+      try {
+        await core.createNamespacedPod({ namespace: 'meshed', body: pod(`refused-${Date.now()}`) });
+        return undefined;
+      } catch (err) {
+        const body = (err as { body?: string }).body;
+        return body ? (JSON.parse(body) as { message: string }).message : String(err);
+      }
+    });
+    expect(refusal).toMatch(/failed calling webhook "proxy-injector\.proxy-injector\.proxy-injector\.io"/);
+    const own = await core.createNamespacedPod({ namespace: RELEASE_NS, body: pod('injector-replacement') });
+    expect(allContainers(own)).toEqual(['app']);
+  });
+});
