@@ -1,7 +1,8 @@
 // Replays the Dockerfile without a container engine: each stage is a temporary directory standing in for its root
 // filesystem; COPY, WORKDIR, ENV and RUN are carried out there, and the final stage's ENTRYPOINT + CMD are started
 // and must answer an AdmissionReview, then stop cleanly on SIGTERM. It checks the steps and the files they produce,
-// not the base image (the machine's Node stands in for node:20-bookworm-slim's).
+// not the base image: a Node of the base image's major version stands in for it (the machine's own when it matches,
+// else the npm registry's `node` package of that major, fetched with npx).
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
@@ -33,6 +34,22 @@ function copy(from, to, root) {
   });
 }
 
+// The directory of a node binary of the base image's major version, put first on PATH for RUN and the final command.
+let nodeBinDir = dirname(process.execPath);
+function useNodeOf(image) {
+  const major = /^node:(\d+)/.exec(image)?.[1];
+  if (!major) throw new Error(`FROM ${image}: only node:<major>... base images can be replayed`);
+  if (process.versions.node.split('.')[0] === major) {
+    nodeBinDir = dirname(process.execPath);
+  } else {
+    const path = execFileSync('npx', ['-y', '-p', `node@${major}`, '-c', 'command -v node'], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim();
+    nodeBinDir = dirname(path);
+  }
+  const version = execFileSync(join(nodeBinDir, 'node'), ['--version']).toString().trim();
+  console.error(`dockerfile: ${image} replayed with node ${version}`);
+}
+const withNode = (env) => ({ ...env, PATH: `${nodeBinDir}:${process.env.PATH}` });
+
 const lines = readFileSync(join(context, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ').split('\n');
 let entrypoint = [];
 let cmd = [];
@@ -44,6 +61,7 @@ for (const raw of lines) {
   const args = rest.join(' ');
   switch (instruction.toUpperCase()) {
     case 'FROM': {
+      useNodeOf(args.split(/\s+/)[0]);
       const name = / AS (\S+)$/i.exec(args)?.[1] ?? `stage${stages.size}`;
       stage = { root: join(work, name), workdir: '/', env: {} };
       mkdirSync(stage.root, { recursive: true });
@@ -70,7 +88,7 @@ for (const raw of lines) {
     }
     case 'RUN':
       console.error(`dockerfile: RUN ${args}`);
-      execFileSync('bash', ['-c', args], { cwd: inStage('.'), stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, ...env } });
+      execFileSync('bash', ['-c', args], { cwd: inStage('.'), stdio: ['ignore', 'inherit', 'inherit'], env: withNode({ ...process.env, ...env }) });
       break;
     case 'ENTRYPOINT':
       entrypoint = JSON.parse(args);
@@ -90,10 +108,10 @@ for (const raw of lines) {
 const [program, ...programArgs] = [...entrypoint, ...cmd];
 const tlsDir = join(work, 'tls');
 const finalArgs = programArgs.map((a) => (a.startsWith('/var/run/proxy-injector/tls') ? tlsDir : a));
-const binary = program === 'node' ? process.execPath : program;
+const binary = program === 'node' ? join(nodeBinDir, 'node') : program;
 const child = spawn(binary, [...finalArgs, '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--log-format', 'json', '--trust-anchors', join(context, 'examples', 'trust-anchors.pem')], {
   cwd: inStage('.'),
-  env: { PATH: process.env.PATH, HOME: work, ...env },
+  env: withNode({ HOME: work, ...env }),
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 const url = await new Promise((resolveUrl, reject) => {
