@@ -37,6 +37,7 @@ import {
 } from './support/chart.js';
 import { startControlPlane, type ControlPlane } from './support/control-plane.js';
 import { startInjector, tokenKubeconfig, type RunningInjector } from './support/injector.js';
+import { createLinkerdNamespace, createNamespace, eventually } from './support/kube.js';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const TRUST_ANCHORS = readFileSync(join(REPO_ROOT, 'examples', 'trust-anchors.pem'), 'utf8');
@@ -60,21 +61,6 @@ let chartValues: Record<string, unknown>;
 let linkerdSnapshot: Map<string, string>;
 const scratch = mkdtempSync(join(tmpdir(), 'chart-e2e-'));
 
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message ?? String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -84,10 +70,7 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
-async function namespace(name: string, annotations: Record<string, string> = {}, labels: Record<string, string> = {}): Promise<void> {
-  await core.createNamespace({ body: { metadata: { name, annotations, labels } } });
-  await eventually(`ServiceAccount default in ${name}`, async () => (await core.readNamespacedServiceAccount({ name: 'default', namespace: name })).metadata?.name);
-}
+const namespace = (name: string, annotations: Record<string, string> = {}, labels: Record<string, string> = {}) => createNamespace(core, name, annotations, labels);
 
 const pod = (name: string): V1Pod => ({ metadata: { name, labels: { app: name } }, spec: { containers: [{ name: 'app', image: 'nginx:1.27' }] } });
 const allContainers = (p: V1Pod) => [...(p.spec?.initContainers ?? []), ...(p.spec?.containers ?? [])].map((c) => c.name);
@@ -143,9 +126,7 @@ beforeAll(async () => {
 
   // Linkerd's control plane namespace, its ConfigMaps, and its injector's objects. Linkerd's injector mounts its
   // ConfigMaps; its stand-in reads the same content from files.
-  await namespace('linkerd', {}, { 'config.linkerd.io/admission-webhooks': 'disabled' });
-  await core.createNamespacedConfigMap({ namespace: 'linkerd', body: { metadata: { name: 'linkerd-config' }, data: { values: LINKERD_VALUES } } });
-  await core.createNamespacedConfigMap({ namespace: 'linkerd', body: { metadata: { name: 'linkerd-identity-trust-roots' }, data: { 'ca-bundle.crt': TRUST_ANCHORS } } });
+  await createLinkerdNamespace(core, LINKERD_VALUES, TRUST_ANCHORS);
   const linkerdDir = join(scratch, 'linkerd');
   mkdirSync(linkerdDir, { recursive: true });
   writeFileSync(join(linkerdDir, 'values'), LINKERD_VALUES);

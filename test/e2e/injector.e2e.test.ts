@@ -17,6 +17,7 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderChart } from './support/chart.js';
+import { createLinkerdNamespace, createNamespace, eventually as eventuallyOr } from './support/kube.js';
 import { startControlPlane, type ControlPlane } from './support/control-plane.js';
 import { linkerdWebhookConfiguration, startInjector, tokenKubeconfig, type RunningInjector } from './support/injector.js';
 
@@ -34,28 +35,9 @@ const timings: Record<string, number> = {};
 /** Every pod the webhook injected, checked at the end to exist as the API server stored (and validated) it. */
 const injectedPods: Array<{ namespace: string; name: string }> = [];
 
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String((last as Error).message ?? last)}` : ''}\ninjector log tail:\n${injector?.logs.slice(-15).join('\n')}`);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-async function namespace(name: string, annotations: Record<string, string> = {}, labels: Record<string, string> = {}): Promise<void> {
-  await core.createNamespace({ body: { metadata: { name, annotations, labels } } });
-  // Pods need the namespace's default ServiceAccount, which the controller-manager creates.
-  await eventually(`ServiceAccount default in ${name}`, async () => (await core.readNamespacedServiceAccount({ name: 'default', namespace: name })).metadata?.name);
-}
+const eventually = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000) =>
+  eventuallyOr(what, probe, { timeoutMs, context: () => `injector log tail:\n${injector?.logs.slice(-15).join('\n')}` });
+const namespace = (name: string, annotations: Record<string, string> = {}, labels: Record<string, string> = {}) => createNamespace(core, name, annotations, labels);
 
 function podSpec(name: string, annotations: Record<string, string> = {}, extra: Partial<V1Pod['spec']> = {}): V1Pod {
   return {
@@ -104,12 +86,7 @@ beforeAll(async () => {
   admission = kc.makeApiClient(AdmissionregistrationV1Api);
 
   // The control plane namespace, as Linkerd labels it (excluded from its own webhook), and its ConfigMaps.
-  await namespace('linkerd', {}, { 'config.linkerd.io/admission-webhooks': 'disabled' });
-  await core.createNamespacedConfigMap({ namespace: 'linkerd', body: { metadata: { name: 'linkerd-config' }, data: { values: VALUES(false) } } });
-  await core.createNamespacedConfigMap({
-    namespace: 'linkerd',
-    body: { metadata: { name: 'linkerd-identity-trust-roots' }, data: { 'ca-bundle.crt': TRUST_ANCHORS } },
-  });
+  await createLinkerdNamespace(core, VALUES(false), TRUST_ANCHORS);
 
   // The injector's identity: the chart's ServiceAccount and RBAC exactly, and a token for its service account.
   await namespace('proxy-injector');
