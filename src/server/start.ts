@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { AdmissionSources } from '../admission/handler.js';
 import type { ConfigSource } from '../cluster/config-files.js';
 import { buildAdminApp } from './admin.js';
+import { ConnectionTracker } from './connections.js';
 import { InjectorMetrics } from './metrics.js';
 import { CertificateReloader, ensureCertificates, loadKeyPair } from './tls.js';
 import { buildWebhookApp } from './webhook.js';
@@ -99,6 +100,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const adminPort = (admin.server.address() as { port: number }).port;
 
   const tlsServer = webhook.server as unknown as import('node:tls').Server;
+  const connections = new ConnectionTracker(webhook.server as unknown as import('node:https').Server);
   const reloader = new CertificateReloader(pair, {
     dir: options.tlsDir,
     logger,
@@ -122,6 +124,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         timer = setTimeout(() => resolve(false), options.shutdownTimeoutMs);
       });
       const closed = webhook.close().then(() => true as const);
+      const ended = connections.closeIdle();
+      logger.debug({ ended, ...connections.counts }, 'listener closed; idle connections ended');
       const clean = await Promise.race([closed, timedOut]);
       clearTimeout(timer);
       if (!clean) {

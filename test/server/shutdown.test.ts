@@ -5,7 +5,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
+import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:tls';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -108,6 +110,23 @@ describe('SIGTERM', () => {
     await expect(httpsPost(served.webhookUrl, { ca: served.ca, body })).rejects.toThrow(/ECONNREFUSED|ECONNRESET|socket hang up/);
     expect(await served.exited).toBe(0);
     expect(served.logs.some((l) => l.includes('"clean":true'))).toBe(true);
+  }, 20_000);
+
+  it('connections with no request in flight are ended at once: idle keep-alive, and handshaken but never used', async () => {
+    const served = await serve(['--shutdown-timeout', '30s']);
+    const target = new URL(served.webhookUrl);
+    // A keep-alive connection that carried one review, and one that finished its handshake and sent nothing (as Go's
+    // HTTP client leaves in its pool): neither may keep the process waiting for the shutdown timeout.
+    const agent = new Agent({ keepAlive: true });
+    expect((await httpsPost(served.webhookUrl, { ca: served.ca, body, agent })).status).toBe(200);
+    const unused = connect({ host: target.hostname, port: Number(target.port), ca: served.ca, servername: 'localhost' });
+    await new Promise((resolve, reject) => unused.once('secureConnect', resolve).once('error', reject));
+    const unusedClosed = new Promise((resolve) => unused.once('close', resolve));
+    served.child.kill('SIGTERM');
+    expect(await served.exited).toBe(0);
+    await unusedClosed;
+    expect(served.logs.some((l) => l.includes('"clean":true'))).toBe(true);
+    agent.destroy();
   }, 20_000);
 
   it('a request that never finishes cannot hold the process past the timeout', async () => {

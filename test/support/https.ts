@@ -1,6 +1,6 @@
 /** HTTPS client and certificate helpers that behave like kube-apiserver calling a webhook. */
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
+import { request, type Agent } from 'node:https';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { generate } from 'selfsigned';
@@ -23,6 +23,8 @@ export interface PostOptions {
   onFirstHalf?: () => void;
   path?: string;
   method?: string;
+  /** A keep-alive agent to reuse connections; by default each request has a connection of its own. */
+  agent?: Agent;
 }
 
 /** POSTs over a new TLS connection that verifies the server against `ca` for the name "localhost". */
@@ -37,7 +39,7 @@ export function httpsPost(url: string, options: PostOptions): Promise<HttpsResul
         method: options.method ?? 'POST',
         ca: options.ca,
         servername: 'localhost',
-        agent: false,
+        agent: options.agent ?? false,
         ...(options.maxVersion && { maxVersion: options.maxVersion }),
         headers: {
           'content-type': options.contentType ?? 'application/json',

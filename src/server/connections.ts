@@ -1,0 +1,50 @@
+/**
+ * The webhook's TLS connections and how many requests each has in flight, so that a shutdown can end the connections
+ * that carry none. Node's server.close() ends idle keep-alive connections, but not one that finished its TLS handshake
+ * and never sent a request: Go's HTTP client (kube-apiserver's webhook client) leaves such connections in its pool
+ * when a dial it started loses the race to a connection freed meanwhile. Without this, every SIGTERM waited the whole
+ * shutdown timeout for them and exited as if requests had been cut off.
+ */
+import type { Server as HttpsServer } from 'node:https';
+import type { TLSSocket } from 'node:tls';
+
+export class ConnectionTracker {
+  private readonly inFlight = new Map<TLSSocket, number>();
+  private closing = false;
+
+  constructor(server: HttpsServer) {
+    server.on('secureConnection', (socket: TLSSocket) => {
+      this.inFlight.set(socket, 0);
+      socket.once('close', () => this.inFlight.delete(socket));
+    });
+    server.on('request', (request, response) => {
+      const socket = request.socket as TLSSocket;
+      this.inFlight.set(socket, (this.inFlight.get(socket) ?? 0) + 1);
+      // Once closing, the client must not reuse this connection for its next review: it is about to go away.
+      if (this.closing) response.setHeader('connection', 'close');
+      response.once('close', () => {
+        if (this.inFlight.has(socket)) this.inFlight.set(socket, Math.max(0, (this.inFlight.get(socket) ?? 1) - 1));
+      });
+    });
+  }
+
+  /** Open connections, and how many of them have a request in flight. */
+  get counts(): { open: number; busy: number } {
+    let busy = 0;
+    for (const n of this.inFlight.values()) if (n > 0) busy++;
+    return { open: this.inFlight.size, busy };
+  }
+
+  /** From now on responses say `Connection: close`; connections with no request in flight are ended now. */
+  closeIdle(): number {
+    this.closing = true;
+    let ended = 0;
+    for (const [socket, n] of this.inFlight) {
+      if (n === 0) {
+        socket.destroy();
+        ended++;
+      }
+    }
+    return ended;
+  }
+}
