@@ -320,7 +320,7 @@ describe('the Helm chart in a real cluster', () => {
 
   it('under failurePolicy Fail with no injector answering, the injector’s own namespace still creates pods', async () => {
     helm(['upgrade', RELEASE, CHART_DIR, '--namespace', RELEASE_NS], { ...kubeconfigOpt(), values: { ...chartValues, webhook: { ...(chartValues['webhook'] as object), failurePolicy: 'Fail' } } });
-    expect(await chartInjector.stop()).toBe(0);
+    expect(await chartInjector.stop(), chartInjector.logs.slice(-10).join('\n')).toBe(0);
     const refusal = await eventually('failurePolicy Fail to apply', async () => {
       try {
         await core.createNamespacedPod({ namespace: 'meshed', body: pod(`refused-${Date.now()}`) });
