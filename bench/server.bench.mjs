@@ -1,83 +1,251 @@
 /**
- * Webhook throughput and latency over HTTPS: `proxy-injector serve` (the compiled dist/) pinned to CPU 0 with info
- * logging to /dev/null, loaded from CPU 1 by autocannon with keep-alive connections, as kube-apiserver keeps them.
- * Each request is the sample AdmissionReview (a pod that gets injected).
+ * `npm run bench:server`: the webhook against its floor, in one run, with the same load.
+ *
+ * For each request mix (bench/reviews.mjs), the floor (bench/floor-server.mjs: same fastify, TLS and body parsing,
+ * answering with the injector's answers computed beforehand) and then `proxy-injector serve` (dist/, --no-cluster,
+ * info logging to /dev/null) are started in turn, each pinned to CPU 0, warmed up, and loaded from CPU 1 by autocannon
+ * with the same keep-alive connections and duration. Every response is checked against the answer the engine gives
+ * in this process for that request (allowed, patch, warnings): a run with a single wrong or failed response is not
+ * reported. CPU per admission is read from /proc (utime + stime of the server process).
+ *
+ * Then, in this process, the time per admission (engine, patch JSON and base64, response JSON) for pods of 1, 10 and
+ * 40 containers with 1, 100 and 1,000 annotations, to show how cost grows with the pod.
+ *
+ * Environment: BENCH_SECONDS (10), BENCH_CONNECTIONS (16), BENCH_MIXES (rollout,distinct,skip,large),
+ * BENCH_REQUESTS (distinct requests per mix, 500), BENCH_CHECK=1 (CI: one second per server, correctness only, no
+ * figures printed as results), BENCH_JSON (write the figures there, e.g. bench/results/server.json).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { MIXES, sizedPod } from './reviews.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const seconds = Number(process.env['BENCH_SECONDS'] ?? '10');
-const connections = Number(process.env['BENCH_CONNECTIONS'] ?? '8');
+const check = process.env['BENCH_CHECK'] === '1';
+const seconds = check ? 1 : Number(process.env['BENCH_SECONDS'] ?? '10');
+const connections = Number(process.env['BENCH_CONNECTIONS'] ?? '16');
+const requestsPerMix = Number(process.env['BENCH_REQUESTS'] ?? (check ? '100' : '500'));
+const mixes = (process.env['BENCH_MIXES'] ?? 'rollout,distinct,skip,large').split(',');
 const canPin = process.platform === 'linux' && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 
 if (canPin && process.env['BENCH_PINNED'] === undefined) {
-  const run = spawnSync('taskset', ['-c', '1', process.execPath, fileURLToPath(import.meta.url)], {
-    stdio: 'inherit',
-    env: { ...process.env, BENCH_PINNED: '1' },
-  });
+  const run = spawnSync('taskset', ['-c', '1', process.execPath, fileURLToPath(import.meta.url)], { stdio: 'inherit', env: { ...process.env, BENCH_PINNED: '1' } });
   process.exit(run.status ?? 1);
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-bench-'));
-const port = 20000 + Math.floor(Math.random() * 20000);
-const adminPort = port + 1;
-const serverArgs = [join(root, 'dist', 'cli', 'main.js'), 'serve', '--addr', `127.0.0.1:${port}`, '--admin-addr', `127.0.0.1:${adminPort}`,
-  '--tls-dir', join(dir, 'tls'), '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'];
-const server = canPin
-  ? spawn('taskset', ['-c', '0', process.execPath, ...serverArgs], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, KUBECONFIG: '', HOME: dir } })
-  : spawn(process.execPath, serverArgs, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, KUBECONFIG: '', HOME: dir } });
-await new Promise((resolve, reject) => {
-  let seen = '';
-  server.stdout.on('data', (chunk) => {
-    seen += chunk;
-    if (seen.includes('proxy-injector listening')) resolve();
-  });
-  server.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
-});
-// From now on the log goes nowhere, as it would to a log collector that keeps up.
-server.stdout.removeAllListeners('data');
-server.stdout.resume();
+const { handleAdmission } = await import(join(root, 'dist', 'admission', 'handler.js'));
+const { reviewResponse } = await import(join(root, 'dist', 'admission', 'review.js'));
+const { defaultValues, withTrustAnchors } = await import(join(root, 'dist', 'engine', 'index.js'));
 
-/** The server's own CPU seconds, from its metrics: the load generator's limits do not count against it. */
-async function serverCpuSeconds() {
-  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith('process_cpu_seconds_total '));
-  return Number(line?.split(' ')[1]);
+const anchors = readFileSync(join(root, 'examples', 'trust-anchors.pem'), 'utf8');
+const config = { values: withTrustAnchors(defaultValues(), anchors), controlPlaneNamespace: 'linkerd' };
+const sources = { config: () => config, namespaceAnnotations: () => undefined };
+
+/** The answer the engine gives for a review, as the server should send it. */
+async function expectedAnswer(body) {
+  const review = JSON.parse(body);
+  const handled = await handleAdmission(review.request, sources);
+  return reviewResponse(review.apiVersion, handled.response);
 }
 
-const body = readFileSync(join(root, 'examples', 'admission-review.json'), 'utf8');
-let cpuBefore = 0;
-let bad = 0;
-// Warm up first, separately, so the CPU reading covers only the measured run.
-await autocannon({ url: `https://127.0.0.1:${port}/`, method: 'POST', headers: { 'content-type': 'application/json' }, body, connections, duration: 2 });
-cpuBefore = await serverCpuSeconds();
-const result = await autocannon({
-  url: `https://127.0.0.1:${port}/`,
-  method: 'POST',
-  headers: { 'content-type': 'application/json' },
-  body,
-  connections,
-  duration: seconds,
-  verifyBody: (text) => {
-    const ok = text.includes('"patchType":"JSONPatch"');
-    if (!ok) bad++;
-    return ok;
-  },
-});
-const cpuSeconds = (await serverCpuSeconds()) - cpuBefore;
-server.kill('SIGTERM');
-await new Promise((r) => server.on('exit', r));
+const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-bench-'));
+const tlsDir = join(dir, 'tls');
+const clockTicks = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim() || '100');
+
+function cpuSecondsOf(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+}
+const rssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+async function freePort() {
+  const { createServer } = await import('node:net');
+  const s = createServer();
+  await new Promise((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address();
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+/** Starts a server pinned to CPU 0; resolves once `ready` appears on its stdout, after which stdout is drained. */
+async function start(args, ready) {
+  const started = performance.now();
+  const child = spawn(canPin ? 'taskset' : process.execPath, canPin ? ['-c', '0', process.execPath, ...args] : args, {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, KUBECONFIG: '', HOME: dir, NODE_OPTIONS: '--max-semi-space-size=2 --max-old-space-size=128' },
+  });
+  await new Promise((resolve, reject) => {
+    let seen = '';
+    child.stdout.on('data', (chunk) => {
+      seen += chunk;
+      if (seen.includes(ready)) resolve();
+    });
+    child.on('exit', (code) => reject(new Error(`${args[0]} exited with ${code}`)));
+  });
+  const readyMs = performance.now() - started;
+  child.stdout.removeAllListeners('data');
+  child.stdout.resume();
+  return { child, readyMs };
+}
+
+async function stop(child) {
+  child.kill('SIGTERM');
+  await new Promise((r) => child.on('exit', r));
+}
+
+/** Loads `url` with the bodies in turn; every response is checked against `expected` (by uid). */
+async function load(url, bodies, expected, duration) {
+  let next = 0;
+  const wrong = [];
+  const result = await autocannon({
+    url,
+    connections,
+    duration,
+    requests: [
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        setupRequest: (req) => ({ ...req, body: bodies[next++ % bodies.length] }),
+      },
+    ],
+    verifyBody: (text) => {
+      let ok = false;
+      try {
+        const got = JSON.parse(text).response;
+        const want = expected.get(got.uid)?.response;
+        ok =
+          want !== undefined &&
+          got.allowed === want.allowed &&
+          got.patchType === want.patchType &&
+          got.patch === want.patch &&
+          JSON.stringify(got.warnings) === JSON.stringify(want.warnings);
+      } catch {
+        ok = false;
+      }
+      if (!ok && wrong.length < 3) wrong.push(text.slice(0, 300));
+      return ok;
+    },
+  });
+  const failures = result.non2xx + result.errors + result.timeouts + (result.mismatches ?? 0);
+  return { result, failures, wrong };
+}
+
+async function measure(name, server, url, bodies, expected) {
+  await load(url, bodies, expected, check ? 0.5 : 2); // warm-up, not counted
+  const cpuBefore = cpuSecondsOf(server.child.pid);
+  const { result, failures, wrong } = await load(url, bodies, expected, seconds);
+  const cpu = cpuSecondsOf(server.child.pid) - cpuBefore;
+  const rss = rssMiB(server.child.pid);
+  if (failures > 0) {
+    console.error(`bench: ${name}: ${failures} failed or wrong responses (non-2xx ${result.non2xx}, errors ${result.errors}, mismatches ${result.mismatches}); first: ${wrong.join('\n')}`);
+    process.exitCode = 1;
+  }
+  const total = result.requests.total;
+  return {
+    requestsPerSecond: Math.round(result.requests.average),
+    requests: total,
+    failures,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    maxMs: result.latency.max,
+    cpuMicrosPerAdmission: Math.round((cpu / total) * 1e6),
+    rssMiB: Math.round(rss),
+    readyMs: Math.round(server.readyMs),
+  };
+}
+
+// The serving certificate, made once by the injector itself, shared by both servers.
+{
+  const port = await freePort();
+  const s = await start([join(root, 'dist', 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'], 'proxy-injector listening');
+  await stop(s.child);
+}
+
+const figures = { node: process.version, seconds, connections, requestsPerMix, pinned: canPin, mixes: {} };
+for (const mix of mixes) {
+  const bodies = MIXES[mix](requestsPerMix);
+  const expected = new Map();
+  for (const body of bodies) {
+    const answer = await expectedAnswer(body);
+    expected.set(answer.response.uid, answer);
+  }
+  if (mix !== 'skip' && [...expected.values()].some((a) => a.response.patchType !== 'JSONPatch')) throw new Error(`${mix}: a request of this mix is not injected`);
+  const answersPath = join(dir, `${mix}-answers.json`);
+  writeFileSync(answersPath, JSON.stringify(Object.fromEntries([...expected].map(([uid, a]) => [uid, JSON.stringify(a)]))));
+
+  const floorPort = await freePort();
+  const floor = await start([join(root, 'bench', 'floor-server.mjs'), tlsDir, answersPath, String(floorPort)], 'listening');
+  const floorFigures = await measure(`${mix} floor`, floor, `https://127.0.0.1:${floorPort}/`, bodies, expected);
+  await stop(floor.child);
+
+  const port = await freePort();
+  const injector = await start(
+    [join(root, 'dist', 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'],
+    'proxy-injector listening',
+  );
+  const injectorFigures = await measure(`${mix} injector`, injector, `https://127.0.0.1:${port}/`, bodies, expected);
+  await stop(injector.child);
+  figures.mixes[mix] = {
+    floor: floorFigures,
+    injector: injectorFigures,
+    ratio: {
+      requestsPerSecond: Number((injectorFigures.requestsPerSecond / floorFigures.requestsPerSecond).toFixed(2)),
+      cpuPerAdmission: Number((floorFigures.cpuMicrosPerAdmission / injectorFigures.cpuMicrosPerAdmission).toFixed(2)),
+    },
+  };
+  const answeredBy = (f) => `${f.requests} requests, ${f.failures} failed`;
+  console.error(`bench: ${mix}: floor ${answeredBy(floorFigures)}; injector ${answeredBy(injectorFigures)}`);
+}
 rmSync(dir, { recursive: true, force: true });
 
-const l = result.latency;
-console.log(`webhook benchmark: node ${process.version}, ${seconds}s, ${connections} keep-alive connections, server pinned to one core: ${canPin ? 'yes' : 'no'}`);
-console.log(`  requests/s: ${Math.round(result.requests.average)} (${result.requests.total} in total, ${result.non2xx} non-2xx, ${result.errors} errors, ${bad} without a patch)`);
-console.log(`  latency ms: p50 ${l.p50}, p90 ${l.p90}, p99 ${l.p99}, max ${l.max}`);
-const perRequest = (cpuSeconds / result.requests.total) * 1e6;
-console.log(`  server CPU per admission: ${perRequest.toFixed(0)} µs (TLS, HTTP, JSON, engine, metrics, logging), so one core can serve about ${Math.round(1e6 / perRequest)}/s`);
-writeFileSync(join(root, 'bench', 'last-server-run.json'), `${JSON.stringify({ seconds, connections, requestsPerSecond: result.requests.average, cpuMicrosPerRequest: perRequest, latency: l, errors: result.errors, non2xx: result.non2xx }, null, 2)}\n`);
+if (process.exitCode) {
+  console.error('bench: not reported: some responses were wrong or failed');
+  process.exit(1);
+}
+if (check) {
+  const counted = Object.values(figures.mixes).reduce((n, m) => n + m.floor.requests + m.injector.requests, 0);
+  console.log(`bench check: ${counted} responses from the floor and the injector, all allowed with the expected patch`);
+  process.exit(0);
+}
+
+// How cost grows with the pod: in this process, the handler plus the response's JSON, per admission.
+const series = [];
+for (const containers of [1, 10, 40]) {
+  for (const annotations of [1, 100, 1000]) {
+    const body = JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { ...JSON.parse(MIXES.rollout(1)[0]).request, object: sizedPod(containers, containers * 5, annotations) } });
+    const rounds = [];
+    for (let round = 0; round < 5; round++) {
+      const iterations = Math.max(20, Math.round(2000 / containers / Math.sqrt(annotations)));
+      const t = performance.now();
+      for (let i = 0; i < iterations; i++) JSON.stringify(await expectedAnswer(body));
+      rounds.push(((performance.now() - t) * 1000) / iterations);
+    }
+    rounds.sort((a, b) => a - b);
+    series.push({ containers, annotations, microsPerAdmission: Math.round(rounds[2]) });
+  }
+}
+figures.series = series;
+
+console.log(`webhook vs floor: node ${process.version}, ${seconds}s per server, ${connections} keep-alive connections, ${requestsPerMix} distinct requests per mix, servers pinned to one core: ${canPin ? 'yes' : 'no'}`);
+console.log('| mix | server | req/s | p50 ms | p99 ms | max ms | CPU µs/admission | RSS MiB | injector/floor req/s | floor/injector CPU |');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
+for (const [mix, m] of Object.entries(figures.mixes)) {
+  for (const who of ['floor', 'injector']) {
+    const f = m[who];
+    const ratios = who === 'injector' ? `${m.ratio.requestsPerSecond} | ${m.ratio.cpuPerAdmission}` : ' | ';
+    console.log(`| ${mix} | ${who} | ${f.requestsPerSecond} | ${f.p50Ms} | ${f.p99Ms} | ${f.maxMs} | ${f.cpuMicrosPerAdmission} | ${f.rssMiB} | ${ratios} |`);
+  }
+}
+console.log('\nper admission in process (handler + response JSON), µs, by containers (rows) and annotations (columns):');
+console.log('| containers | 1 | 100 | 1000 |');
+console.log('|---|---|---|---|');
+for (const containers of [1, 10, 40]) {
+  console.log(`| ${containers} | ${series.filter((s) => s.containers === containers).map((s) => s.microsPerAdmission).join(' | ')} |`);
+}
+if (process.env['BENCH_JSON']) {
+  mkdirSync(dirname(process.env['BENCH_JSON']), { recursive: true });
+  writeFileSync(process.env['BENCH_JSON'], `${JSON.stringify(figures, null, 2)}\n`);
+}

@@ -3,12 +3,14 @@ import {
   inject,
   injectAnnotationDecision,
   isEngineError,
+  locate,
   type InjectionResult,
   type InjectorConfig,
   type Owner,
 } from '../engine/index.js';
 import { INJECT_ANNOTATION } from '../engine/names.js';
 import { stringMap } from '../engine/workload.js';
+import { answerKey, type AnswerCache } from './answer-cache.js';
 import { boundedWarnings } from './review.js';
 import type { AdmissionRequest, AdmissionResponse } from './types.js';
 
@@ -22,6 +24,8 @@ export interface AdmissionSources {
   namespaceAnnotations(namespace: string): MaybePromise<Record<string, string> | undefined>;
   /** The workload that owns a pod, if it can be resolved. */
   owner?(request: AdmissionRequest, pod: Record<string, unknown>): MaybePromise<Owner | undefined>;
+  /** Answers already computed for objects that differ only in identity (the pods of a rollout). */
+  answers?: AnswerCache;
 }
 
 export interface HandledAdmission {
@@ -77,6 +81,17 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
     nsAnnotations = (namespace ? await sources.namespaceAnnotations(namespace) : undefined) ?? {};
     if (kind.toLowerCase() === 'pod' && sources.owner) owner = await sources.owner(request, object);
     const config = sources.config();
+    const key = sources.answers && answerKey(kind, namespace, object, nsAnnotations, owner);
+    const cached = key !== undefined ? sources.answers?.get(config, key) : undefined;
+    if (cached) {
+      const result = { ...cached.result, name: locate(object, kind).name };
+      const response = allow(uid, cached.warnings);
+      if (cached.patch !== undefined) {
+        response.patchType = 'JSONPatch';
+        response.patch = cached.patch;
+      }
+      return { response, result, ...(owner && { owner }) };
+    }
     const result = inject({
       object,
       kind,
@@ -86,11 +101,13 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
       config,
       ...(owner && { owner }),
     });
-    const response = allow(uid, boundedWarnings(result.warnings));
+    const warnings = boundedWarnings(result.warnings);
+    const response = allow(uid, warnings);
     if (result.patch.length > 0) {
       response.patchType = 'JSONPatch';
       response.patch = Buffer.from(JSON.stringify(result.patch)).toString('base64');
     }
+    if (key !== undefined) sources.answers?.set(config, key, { result, patch: response.patch, warnings });
     return { response, result, ...(owner && { owner }) };
   } catch (err) {
     const own = (err as { code?: unknown })?.code;

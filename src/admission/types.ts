@@ -55,7 +55,7 @@ export interface AdmissionResponse {
   uid: string;
   allowed: boolean;
   status?: StatusDetails;
-  /** Base64 of the RFC 6902 patch bytes. */
+  /** Base64 of the RFC 6902 patch bytes (written into the response JSON as it is: base64 needs no escaping). */
   patch?: string;
   patchType?: 'JSONPatch';
   auditAnnotations?: Record<string, string>;

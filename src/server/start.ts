@@ -2,6 +2,7 @@
 import { existsSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { AnswerCache } from '../admission/answer-cache.js';
 import type { AdmissionSources } from '../admission/handler.js';
 import type { ConfigSource } from '../cluster/config-files.js';
 import { buildAdminApp } from './admin.js';
@@ -86,6 +87,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       config: () => options.config.current(),
       namespaceAnnotations: options.namespaceAnnotations,
       ...(options.owner && { owner: options.owner }),
+      answers: new AnswerCache(),
     },
     metrics,
     logger,

@@ -2,7 +2,7 @@
 import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { handleAdmission, type AdmissionSources, type HandledAdmission } from '../admission/handler.js';
-import { parseReview, reviewResponse, ReviewError } from '../admission/review.js';
+import { parseReview, ReviewError, serializeReview } from '../admission/review.js';
 import type { AdmissionRequest } from '../admission/types.js';
 import type { InjectorMetrics } from './metrics.js';
 
@@ -99,11 +99,11 @@ export function buildWebhookApp(options: WebhookOptions): FastifyInstance {
     );
     const started = process.hrtime.bigint();
     const handled = await handleAdmission(admission, sources);
-    const body = reviewResponse(apiVersion, handled.response);
+    const body = serializeReview(apiVersion, handled.response);
     metrics.record(handled, admission.namespace ?? '', Number(process.hrtime.bigint() - started) / 1e9);
     logAdmission(request.log, admission, handled);
     options.onAdmitted?.(handled, admission);
-    return reply.code(200).send(body);
+    return reply.code(200).type('application/json; charset=utf-8').send(body);
   });
 
   return app;

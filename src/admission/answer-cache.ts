@@ -1,0 +1,77 @@
+/**
+ * Answers already computed, for the pods of one rollout. kube-apiserver sends a review for every pod a ReplicaSet
+ * creates, and those pods are the same object but for their identity (uid, and the name it generates after admission),
+ * so one engine run, one patch serialisation and one base64 encoding can answer them all. The key is everything the
+ * answer depends on: the object without its identity, the kind and namespace, the namespace's annotations and the
+ * owner; entries live per configuration object, so a configuration change (a new object) never meets an answer
+ * computed for the old one. Bounded: the least recently used entry goes first.
+ */
+import type { InjectionResult, InjectorConfig, Owner } from '../engine/index.js';
+
+export interface CachedAnswer {
+  /** The engine's record for the first object seen with this key; its `name` is that object's. */
+  result: InjectionResult;
+  /** Base64 of the patch, when there is one. */
+  patch: string | undefined;
+  warnings: string[] | undefined;
+}
+
+/** Entries per configuration: enough for every workload rolling out at once in a large cluster, a few MiB at most. */
+const DEFAULT_MAX_ENTRIES = 64;
+/** Objects whose key is longer than this are not cached: they are rare, and would crowd out many ordinary ones. */
+const MAX_KEY_LENGTH = 256 * 1024;
+
+const IDENTITY = new Set(['name', 'generateName', 'uid']);
+
+/**
+ * The cache key, or undefined when the object is not worth caching. The metadata is copied without name,
+ * generateName and uid: the engine reads them only for the name it reports, never for the patch.
+ */
+export function answerKey(kind: string, namespace: string, object: Record<string, unknown>, namespaceAnnotations: Record<string, string>, owner: Owner | undefined): string | undefined {
+  const metadata = object['metadata'];
+  let anonymous: Record<string, unknown> = object;
+  if (typeof metadata === 'object' && metadata !== null && !Array.isArray(metadata)) {
+    const rest: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(metadata)) if (!IDENTITY.has(k)) rest[k] = v;
+    anonymous = { ...object, metadata: rest };
+  }
+  const key = `${kind}\u0000${namespace}\u0000${owner ? `${owner.kind}/${owner.name}` : ''}\u0000${JSON.stringify(namespaceAnnotations)}\u0000${JSON.stringify(anonymous)}`;
+  return key.length <= MAX_KEY_LENGTH ? key : undefined;
+}
+
+export class AnswerCache {
+  private readonly byConfig = new WeakMap<InjectorConfig, Map<string, CachedAnswer>>();
+  private hitCount = 0;
+  private missCount = 0;
+
+  constructor(private readonly maxEntries = DEFAULT_MAX_ENTRIES) {}
+
+  get(config: InjectorConfig, key: string): CachedAnswer | undefined {
+    const entries = this.byConfig.get(config);
+    const found = entries?.get(key);
+    if (found && entries) {
+      // Most recently used last: Map keeps insertion order.
+      entries.delete(key);
+      entries.set(key, found);
+      this.hitCount++;
+    } else {
+      this.missCount++;
+    }
+    return found;
+  }
+
+  set(config: InjectorConfig, key: string, answer: CachedAnswer): void {
+    let entries = this.byConfig.get(config);
+    if (!entries) {
+      entries = new Map();
+      this.byConfig.set(config, entries);
+    }
+    entries.set(key, answer);
+    if (entries.size > this.maxEntries) entries.delete(entries.keys().next().value as string);
+  }
+
+  /** Lookups answered from the cache and lookups that were not, since start. */
+  get stats(): { hits: number; misses: number } {
+    return { hits: this.hitCount, misses: this.missCount };
+  }
+}
