@@ -5,6 +5,7 @@ import {
   A,
   CONTROL_PLANE_NS_LABEL,
   CREATED_BY_ANNOTATION,
+  INJECT_ANNOTATION,
   PROXY_ANNOTATIONS,
   PROXY_LABEL_PREFIX,
   PROXY_VERSION_ANNOTATION,
@@ -82,9 +83,26 @@ export interface PodPatch {
   warnings: string[];
 }
 
+let lastTrustRoot: { pem: string; sha256: string } | undefined;
+
 /** Lowercase hex SHA-256 of the trust anchors exactly as configured, as Linkerd annotates injected pods. */
 export function trustRootSha256(pem: string): string {
-  return createHash('sha256').update(pem, 'utf8').digest('hex');
+  // The anchors change with the configuration, not per pod: one remembered hash spares one per admission.
+  if (lastTrustRoot?.pem !== pem) lastTrustRoot = { pem, sha256: createHash('sha256').update(pem, 'utf8').digest('hex') };
+  return lastTrustRoot.sha256;
+}
+
+/**
+ * The annotations the overrides read (the inject annotation and config.*), the pending ones winning. Only those are
+ * copied: spreading every annotation of a pod with a thousand of them into a new object cost more than the rest of
+ * the patch.
+ */
+function overridable(own: Readonly<Record<string, string>>, pending: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key in own) {
+    if (key === INJECT_ANNOTATION || key.startsWith('config.')) out[key] = own[key] as string;
+  }
+  return Object.assign(out, pending);
 }
 
 function specOf(template: PodTemplate): PodSpec {
@@ -118,8 +136,7 @@ export function podPatch(input: PodPatchInput): PodPatch {
   }
   labels[WORKLOAD_NS_LABEL] = input.workloadNamespace;
 
-  const overrideAnnotations =
-    input.origin === 'cli' ? ownAnnotations : { ...ownAnnotations, ...input.pendingAnnotations };
+  const overrideAnnotations = input.origin === 'cli' ? ownAnnotations : overridable(ownAnnotations, input.pendingAnnotations);
   const namespaceAdditionalEnv = input.namespaceAnnotations?.[A.proxyAdditionalEnv];
   const overridden = applyOverrides({
     values: input.values,
