@@ -33,27 +33,30 @@ const MAX_OWNER_ID = 4294967294;
 
 type FlagKind = 'int' | 'ints' | 'strings' | 'string' | 'bool';
 
-/** proxy-init's flags: long name, kind, one-letter shorthand. */
-const FLAGS: ReadonlyMap<string, { kind: FlagKind; short?: string }> = new Map([
-  ['incoming-proxy-port', { kind: 'int', short: 'p' }],
-  ['outgoing-proxy-port', { kind: 'int', short: 'o' }],
-  ['proxy-uid', { kind: 'int', short: 'u' }],
-  ['proxy-gid', { kind: 'int', short: 'g' }],
-  ['ports-to-redirect', { kind: 'ints', short: 'r' }],
-  ['inbound-ports-to-ignore', { kind: 'strings' }],
-  ['outbound-ports-to-ignore', { kind: 'strings' }],
-  ['subnets-to-ignore', { kind: 'strings' }],
-  ['simulate', { kind: 'bool' }],
+/**
+ * proxy-init's flags: long name, kind, one-letter shorthand, and the option it sets. Flags without an option do not
+ * change the rules but are still read, so that a value proxy-init would refuse is refused here too.
+ */
+const FLAGS: ReadonlyMap<string, { kind: FlagKind; short?: string; option?: keyof InitOptions }> = new Map([
+  ['incoming-proxy-port', { kind: 'int', short: 'p', option: 'inboundPort' }],
+  ['outgoing-proxy-port', { kind: 'int', short: 'o', option: 'outboundPort' }],
+  ['proxy-uid', { kind: 'int', short: 'u', option: 'uid' }],
+  ['proxy-gid', { kind: 'int', short: 'g', option: 'gid' }],
+  ['ports-to-redirect', { kind: 'ints', short: 'r', option: 'portsToRedirect' }],
+  ['inbound-ports-to-ignore', { kind: 'strings', option: 'inboundPortsToIgnore' }],
+  ['outbound-ports-to-ignore', { kind: 'strings', option: 'outboundPortsToIgnore' }],
+  ['subnets-to-ignore', { kind: 'strings', option: 'subnetsToIgnore' }],
+  ['simulate', { kind: 'bool', option: 'simulate' }],
   ['netns', { kind: 'string' }],
   ['use-wait-flag', { kind: 'bool', short: 'w' }],
   ['timeout-close-wait-secs', { kind: 'int' }],
   ['log-format', { kind: 'string' }],
-  ['log-level', { kind: 'string' }],
-  ['iptables-mode', { kind: 'string' }],
-  ['ipv6', { kind: 'bool' }],
-  ['firewall-bin-path', { kind: 'string' }],
+  ['log-level', { kind: 'string', option: 'logLevel' }],
+  ['iptables-mode', { kind: 'string', option: 'iptablesMode' }],
+  ['ipv6', { kind: 'bool', option: 'ipv6' }],
+  ['firewall-bin-path', { kind: 'string', option: 'firewallBinPath' }],
   ['firewall-save-bin-path', { kind: 'string' }],
-  ['help', { kind: 'bool', short: 'h' }],
+  ['help', { kind: 'bool', short: 'h', option: 'help' }],
 ] as const);
 
 const SHORT_FLAGS: ReadonlyMap<string, string> = new Map(
@@ -172,88 +175,42 @@ function parseArgs(args: unknown): InitOptions {
 }
 
 function set(options: InitOptions, seen: Set<string>, name: string, value: string): void {
+  const flag = FLAGS.get(name) as { kind: FlagKind; option?: keyof InitOptions };
   const bad = (why: string): EngineError => invalid(`invalid argument ${JSON.stringify(value)} for --${name}: ${why}`);
-  const int = (): number => {
-    // pflag also reads 0x/0o/0b prefixes here; Linkerd renders plain decimal, so only that is accepted.
-    const n = parseGoInt(value, 64);
-    if (n === undefined) throw bad('not a decimal integer');
+  const int = (text: string, why: string): number => {
+    // pflag's int flags also read 0x/0o/0b prefixes; Linkerd renders plain decimal, so only that is accepted.
+    const n = parseGoInt(text, 64);
+    if (n === undefined) throw bad(why);
     return n;
   };
-  const bool = (): boolean => {
-    const b = parseGoBool(value);
-    if (b === undefined) throw bad('not a boolean');
-    return b;
-  };
-  // pflag replaces a list flag's default on its first use and appends on later ones.
-  const again = (): boolean => {
-    const was = seen.has(name);
-    seen.add(name);
-    return was;
-  };
-  switch (name) {
-    case 'incoming-proxy-port':
-      options.inboundPort = int();
-      return;
-    case 'outgoing-proxy-port':
-      options.outboundPort = int();
-      return;
-    case 'proxy-uid':
-      options.uid = int();
-      return;
-    case 'proxy-gid':
-      options.gid = int();
-      return;
-    case 'ports-to-redirect': {
+  let parsed: number | boolean | string | Array<number | string>;
+  switch (flag.kind) {
+    case 'int':
+      parsed = int(value, 'not a decimal integer');
+      break;
+    case 'ints':
       // strconv.Atoi on each comma-separated item; any failure fails the whole flag.
-      const ports = value.split(',').map((item) => {
-        const n = parseGoInt(item, 64);
-        if (n === undefined) throw bad(`${JSON.stringify(item)} is not an integer`);
-        return n;
-      });
-      options.portsToRedirect = again() ? [...options.portsToRedirect, ...ports] : ports;
-      return;
+      parsed = value.split(',').map((item) => int(item, `${JSON.stringify(item)} is not an integer`));
+      break;
+    case 'strings':
+      parsed = csvRecord(value, bad);
+      break;
+    case 'bool': {
+      const b = parseGoBool(value);
+      if (b === undefined) throw bad('not a boolean');
+      parsed = b;
+      break;
     }
-    case 'inbound-ports-to-ignore':
-    case 'outbound-ports-to-ignore':
-    case 'subnets-to-ignore': {
-      const key =
-        name === 'inbound-ports-to-ignore'
-          ? 'inboundPortsToIgnore'
-          : name === 'outbound-ports-to-ignore'
-            ? 'outboundPortsToIgnore'
-            : 'subnetsToIgnore';
-      const items = csvRecord(value, bad);
-      options[key] = again() ? [...options[key], ...items] : items;
-      return;
-    }
-    case 'simulate':
-      options.simulate = bool();
-      return;
-    case 'ipv6':
-      options.ipv6 = bool();
-      return;
-    case 'help':
-      options.help = bool();
-      return;
-    case 'use-wait-flag':
-      bool();
-      return;
-    case 'timeout-close-wait-secs':
-      int();
-      return;
-    case 'iptables-mode':
-      options.iptablesMode = value;
-      return;
-    case 'firewall-bin-path':
-      options.firewallBinPath = value;
-      return;
-    case 'log-level':
-      options.logLevel = value;
-      return;
-    default:
-      // --netns, --log-format, --firewall-save-bin-path: no effect on the rules.
-      return;
+    case 'string':
+      parsed = value;
+      break;
   }
+  if (!flag.option) return;
+  const target = options as unknown as Record<string, unknown>;
+  // pflag replaces a list flag's default on its first use and appends on later ones.
+  const current = target[flag.option];
+  target[flag.option] = Array.isArray(parsed) && seen.has(name) ? [...(current as unknown[]), ...parsed] : parsed;
+  seen.add(name);
 }
 
 /**

@@ -2,24 +2,14 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { EngineError, inject, iptablesPlan, type IptablesPlan } from '../../src/engine/index.js';
+import { EngineError, iptablesPlan, type IptablesPlan } from '../../src/engine/index.js';
 import type { Container } from '../../src/engine/k8s.js';
-import { applied, pod, testConfig } from '../support/engine.js';
-
-type Obj = Record<string, any>;
+import { renderedInit } from '../support/engine.js';
 
 const init = (...args: string[]): Container => ({ name: 'linkerd-init', args });
 const base = ['--ipv6=false', '--incoming-proxy-port', '4143', '--outgoing-proxy-port', '4140', '--proxy-uid', '2102'];
 const planOf = (...extra: string[]): IptablesPlan => iptablesPlan(init(...base, ...extra));
 const rulesOf = (lines: string[], chain: string): string[] => lines.filter((l) => l.startsWith(`-A ${chain} `));
-
-/** The linkerd-init container the engine renders for a pod with these annotations. */
-function renderedInit(annotations: Record<string, string> = {}, change?: Parameters<typeof testConfig>[0]): Container {
-  const p = pod({ annotations: { 'linkerd.io/inject': 'enabled', ...annotations } });
-  const result = inject({ object: p, kind: 'Pod', namespace: 'shop', namespaceAnnotations: {}, config: testConfig(change) });
-  const after = applied(p, result.patch) as Obj;
-  return (after.spec.initContainers as Container[]).find((c) => c.name === 'linkerd-init') as Container;
-}
 
 function expectRefused(container: Container, message: RegExp): void {
   let error: unknown;
