@@ -126,10 +126,10 @@ async function expectDirect(from: Agent, host: string, port: number, listener: s
   expect({ to: address(host, port), listener: reply.listener }).toEqual({ to: address(host, port), listener });
 }
 
-/** linkerd-network-validator's check, run as its default user in the pod. */
-async function validate(net: PodNetwork) {
+/** linkerd-network-validator's check, run in the pod as its default user or as `user`. */
+async function validate(net: PodNetwork, user = VALIDATOR_USER) {
   connections++;
-  const validator = await net.agent(net.pod, VALIDATOR_USER);
+  const validator = await net.agent(net.pod, user);
   try {
     return await validator.request(
       { op: 'validate', listen: ['0.0.0.0', 4140], connect: [OUTSIDE_IP, 20001], timeout: VALIDATOR_TIMEOUT_S },
@@ -244,6 +244,18 @@ describe.skipIf(skipped)('the iptables plan in a network namespace', () => {
           const result = await validate(net);
           expect(result).toMatchObject({ ok: false, error: 'timeout' });
           expect(result.elapsed).toBeGreaterThanOrEqual(VALIDATOR_TIMEOUT_S * 0.9);
+        } finally {
+          net.destroy();
+        }
+      });
+
+      it("the validator's check fails as the proxy's uid even with the rules, which exempt that uid", async () => {
+        scenarios++;
+        const net = PodNetwork.create();
+        try {
+          net.restore(backend, 4, iptablesPlan(renderedInit()).ipv4);
+          const result = await validate(net, PROXY);
+          expect(result).toMatchObject({ ok: false, error: 'timeout' });
         } finally {
           net.destroy();
         }
