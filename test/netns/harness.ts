@@ -182,6 +182,24 @@ function interfaceSetUp(ipv4: string[], ipv6: string): string[] {
   ];
 }
 
+let interpreter: string | undefined;
+
+/**
+ * The python3 the agents run on: Debian's when installed, else the real interpreter behind `python3` on the PATH.
+ * A version manager's shim in front of it costs hundreds of milliseconds per agent on a busy machine.
+ */
+function python(): string {
+  if (interpreter === undefined) {
+    try {
+      accessSync('/usr/bin/python3', constants.X_OK);
+      interpreter = '/usr/bin/python3';
+    } catch {
+      interpreter = execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { stdio: 'pipe' }).toString().trim();
+    }
+  }
+  return interpreter;
+}
+
 export interface Reply {
   ok: boolean;
   error?: string;
@@ -199,7 +217,7 @@ export class Agent {
 
   static start(ns: string, user?: { uid: number; gid: number }): Promise<Agent> {
     const userArgs = user ? ['--uid', String(user.uid), '--gid', String(user.gid)] : [];
-    const child = spawn('ip', ['netns', 'exec', ns, 'python3', AGENT, ...userArgs], { stdio: 'pipe' });
+    const child = spawn('ip', ['netns', 'exec', ns, python(), AGENT, ...userArgs], { stdio: 'pipe' });
     const agent = new Agent(child);
     child.stderr.on('data', (chunk: Buffer) => {
       agent.stderr = (agent.stderr + chunk.toString()).slice(-4000);
