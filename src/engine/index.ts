@@ -17,6 +17,8 @@ export { EngineError, isEngineError } from './errors.js';
 export type { EngineErrorCode } from './errors.js';
 export { DEFAULT_LINKERD_VERSION, defaultValues, loadValues, mergeValues, withTrustAnchors } from './values.js';
 export type { LinkerdValues } from './values.js';
+export { iptablesPlan } from './iptables.js';
+export type { IptablesPlan } from './iptables.js';
 export { escapePointer } from './patch.js';
 export type { AddOperation, PatchOperation } from './patch.js';
 export { WORKLOAD_KINDS, locate, templatePrefix } from './workload.js';

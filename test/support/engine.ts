@@ -1,6 +1,7 @@
 /** Shared builders for engine tests: configuration, pods, and applying a patch the way the API server does. */
 import jsonPatch from 'fast-json-patch';
-import { defaultValues, withTrustAnchors, type InjectorConfig, type LinkerdValues } from '../../src/engine/index.js';
+import { defaultValues, inject, withTrustAnchors, type InjectorConfig, type LinkerdValues } from '../../src/engine/index.js';
+import type { Container } from '../../src/engine/k8s.js';
 import type { AddOperation } from '../../src/engine/patch.js';
 
 export const TRUST_ANCHORS = '-----BEGIN CERTIFICATE-----\nTESTROOT\n-----END CERTIFICATE-----\n';
@@ -44,3 +45,13 @@ export function applied<T>(doc: T, patch: readonly AddOperation[]): T {
 
 export const names = (list: unknown): string[] =>
   Array.isArray(list) ? list.map((c) => String((c as { name?: unknown }).name)) : [];
+
+/** The linkerd-init container the engine renders for a pod with these annotations (and configuration change). */
+export function renderedInit(annotations: Record<string, string> = {}, change?: (v: LinkerdValues) => void): Container {
+  const p = pod({ annotations: { 'linkerd.io/inject': 'enabled', ...annotations } });
+  const result = inject({ object: p, kind: 'Pod', namespace: 'shop', namespaceAnnotations: {}, config: testConfig(change) });
+  const after = applied(p, result.patch) as { spec: { initContainers: Container[] } };
+  const init = after.spec.initContainers.find((c) => c.name === 'linkerd-init');
+  if (!init) throw new Error('the engine rendered no linkerd-init container');
+  return init;
+}
