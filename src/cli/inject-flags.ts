@@ -300,7 +300,7 @@ function proxyFlagHelp(): string {
   }).join('\n');
 }
 
-export const INJECT_HELP = `Usage: proxy-injector inject [--manual] [flags] FILE|DIR|- ...
+export const INJECT_HELP = `Usage: proxy-injector inject [--manual] [flags] FILE|DIR|URL|- ...
 
 Adds Linkerd to Kubernetes manifests read from files, directories (walked recursively in lexical order,
 *.yaml, *.yml and *.json) or stdin ("-"): YAML or JSON, multi-document streams and List objects. Pods,

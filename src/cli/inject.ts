@@ -4,7 +4,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import {
   SKIP_REASON_TEXT,
   defaultValues,
@@ -38,14 +37,16 @@ import {
 import {
   failure,
   outputFormat,
+  parseCommandArgs,
   readProcessStdin,
   stdinReader,
   usageFailure,
   type CliIo,
   type CliResult,
 } from './command-io.js';
-import { InputError, readManifests, render, transformManifests, type ObjectChange, type OutputFormat } from './manifests.js';
+import { InputError, render, transformManifests, type ObjectChange, type OutputFormat } from './manifests.js';
 import { packageRoot } from './package-info.js';
+import { readInputs } from './remote-inputs.js';
 import { CHECKS, FAIL, OK, WARN, renderReport, type Check, type ObjectReport } from './report.js';
 import { applyToValue, type PatchOp } from './yaml-patch.js';
 
@@ -255,7 +256,7 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
   let inputs: string[];
   let format: OutputFormat;
   try {
-    const parsed = parseArgs({
+    const parsed = parseCommandArgs({
       args: normalizeBooleanArgs(argv, BOOLEAN_OPTIONS),
       options: { ...GENERAL_OPTIONS, ...proxyFlagOptions() },
       allowPositionals: true,
@@ -268,7 +269,7 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
     format = outputFormat(opts['output']);
     if (inputs.length === 0) throw new UsageError('no input: give files, directories, or - for stdin');
   } catch (err) {
-    return usageFailure('inject', (err as Error).message);
+    return usageFailure('inject', (err as Error).message, INJECT_HELP);
   }
   const manual = opts['manual'] === true;
   let configured: Configured;
@@ -277,14 +278,14 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
     configured = configure(opts, cwd, manual);
     flags = flagAnnotations(opts, configured.values);
   } catch (err) {
-    if (err instanceof UsageError) return usageFailure('inject', err.message);
+    if (err instanceof UsageError) return usageFailure('inject', err.message, INJECT_HELP);
     if (err instanceof InputError || isEngineError(err)) return failure('inject', err.message);
     throw err;
   }
 
   let manifests;
   try {
-    manifests = await readManifests(inputs, { cwd, readStdin: stdinReader(io) });
+    manifests = await readInputs(inputs, { cwd, readStdin: stdinReader(io) }, io.url);
   } catch (err) {
     if (err instanceof InputError) return failure('inject', err.message);
     throw err;

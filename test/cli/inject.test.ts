@@ -306,7 +306,8 @@ describe('configuration', () => {
 
 describe('errors and usage', () => {
   it.each([
-    [['--bogus', 'x.yaml'], /Unknown option '--bogus'/],
+    [['--bogus', 'x.yaml'], /^proxy-injector inject: unknown flag --bogus\nUsage: proxy-injector inject /],
+    [['--values'], /^proxy-injector inject: --values needs a value\n/],
     [[], /no input/],
     [['--admin-port', '70000', 'x.yaml'], /--admin-port "70000": expected a port number/],
     [['--proxy-cpu-request', 'lots', 'x.yaml'], /--proxy-cpu-request "lots": expected a Kubernetes quantity/],
@@ -320,7 +321,7 @@ describe('errors and usage', () => {
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(message);
-    expect(result.stderr).toContain("Run 'proxy-injector inject --help' for usage.");
+    expect(result.stderr).toMatch(/\nUsage: proxy-injector inject .*\nRun 'proxy-injector inject --help' for all options.\n$/);
   });
 
   it.each([

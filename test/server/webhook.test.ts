@@ -97,7 +97,7 @@ describe('round trips', () => {
       'ignored annotations config.linkerd.io/proxy-memory-request="1Gi" and config.linkerd.io/proxy-memory-limit="512Mi": ' +
         'the request "1Gi" is larger than the limit "512Mi", which the API server refuses',
     ]);
-    const out = applied(input, decodedPatch(res.json()));
+    const out = applied(input, decodedPatch(res.json())) as { spec: { containers: Array<{ name: string; resources?: unknown }> } };
     const proxy = out.spec.containers.find((c) => c.name === 'linkerd-proxy');
     expect(proxy).toBeDefined();
     expect(JSON.stringify(proxy?.resources ?? {})).not.toMatch(/1Gi|512Mi/);
