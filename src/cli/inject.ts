@@ -276,7 +276,7 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
   let flags: FlagAnnotations;
   try {
     configured = configure(opts, cwd, manual);
-    flags = flagAnnotations(opts, configured.values);
+    flags = flagAnnotations(opts, configured.values, process.env);
   } catch (err) {
     if (err instanceof UsageError) return usageFailure('inject', err.message, INJECT_HELP);
     if (err instanceof InputError || isEngineError(err)) return failure('inject', err.message);
@@ -299,6 +299,7 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
   const outcome = transformManifests(manifests, (object) => injectObject(object, settings));
   const injected = outcome.reports.some((r) => r.status === 'injected');
   const warnings = [
+    ...flags.notes.map((text): Check => ({ mark: WARN, text })),
     ...(injected ? configured.warnings : []),
     ...outcome.rewritten.map((d): Check => ({ mark: WARN, text: `${d}: its layout could not be kept; it was rewritten from its data` })),
   ];
