@@ -94,6 +94,13 @@ function annotationOps(owner: Record<string, unknown>, path: string, entries: Re
   return ops;
 }
 
+/** The annotations written, as the report lists them: `key: value, ...`. */
+function listed(entries: Record<string, string>): string {
+  return Object.entries(entries)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join(', ');
+}
+
 /** A document that is a list or a scalar: not something `kubectl apply` would take either. */
 export function notAnObject(): ObjectChange<ObjectReport> {
   return { ops: [], failed: true, report: { kind: 'document', name: '', status: 'failed', detail: 'not a Kubernetes object', checks: [] } };
@@ -143,8 +150,9 @@ export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectR
     const own = stringMap(isObject(base['metadata']) ? base['metadata']['annotations'] : undefined);
     // Linkerd would overwrite an explicit opt-out; a namespace that says disabled is left as it says.
     if (own[INJECT_ANNOTATION] === INJECT_DISABLED) return done('skipped', `annotated ${INJECT_ANNOTATION}: ${INJECT_DISABLED}`);
-    ops.push(...annotationOps(base, '/metadata', { ...annotationsFor(s.flags, own, 'namespace'), [INJECT_ANNOTATION]: injectValue }));
-    return done('annotated', `${INJECT_ANNOTATION}: ${injectValue}`);
+    const inherited = annotationsFor(s.flags, own, 'namespace');
+    ops.push(...annotationOps(base, '/metadata', { ...inherited, [INJECT_ANNOTATION]: injectValue }));
+    return done('annotated', listed({ [INJECT_ANNOTATION]: injectValue, ...inherited }));
   }
   if (kind === 'service') {
     // As Linkerd does, --opaque-ports is recorded on Services too: clients read it there.
@@ -154,9 +162,10 @@ export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectR
       ops.push(...annotationOps(base, '/metadata', { [A.opaquePorts]: ports }));
       return done('annotated', `${A.opaquePorts}: ${ports}`);
     }
+    return done(ops.length > 0 ? 'uninjected' : 'unchanged', 'no opaque ports to record');
   }
   if (!isWorkloadKind(kind)) {
-    return done(ops.length > 0 ? 'uninjected' : 'unchanged', SKIP_REASON_TEXT.unsupported_resource);
+    return done(ops.length > 0 ? 'uninjected' : 'unchanged', 'not a workload');
   }
 
   let located;
@@ -192,10 +201,10 @@ export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectR
   if (hard.length > 0) return fail(hard.map((r) => r.text).join(', '), checks);
   report.checks = checks;
   ops.push(...templateOps);
-  if (!s.manual) return done('annotated', `${INJECT_ANNOTATION}: ${injectValue}`);
+  if (!s.manual) return done('annotated', listed({ [INJECT_ANNOTATION]: injectValue, ...requested }));
   const patch = result.patch.map((o): PatchOp => ({ ...o, value: withoutNulls(o.value) }));
   ops.push(...patch);
-  return done('injected');
+  return done('injected', Object.keys(requested).length > 0 ? `annotated ${listed(requested)}` : undefined);
 }
 
 function readConfigFile(cwd: string, file: string, what: string): string {

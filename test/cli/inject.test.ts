@@ -142,7 +142,8 @@ describe('flags become annotations, and take effect', () => {
     });
     expect(svc?.metadata.annotations).toEqual({ 'config.linkerd.io/opaque-ports': '80' });
     expect(result.stderr).toBe(
-      'namespace "shop" annotated: linkerd.io/inject: ingress\nservice "web" annotated: config.linkerd.io/opaque-ports: 80\n',
+      'namespace "shop" annotated: linkerd.io/inject: ingress, config.linkerd.io/opaque-ports: 80, config.linkerd.io/proxy-cpu-request: 100m\n' +
+        'service "web" annotated: config.linkerd.io/opaque-ports: 80\n',
     );
   });
 
@@ -211,6 +212,29 @@ describe("the rest of linkerd inject's flags", () => {
         'the request "1Gi" is larger than the limit "256Mi", which the API server refuses\n',
     );
     expect(proxyOf(objects(result.stdout)[0]?.spec.template).resources).toBeUndefined();
+  });
+});
+
+describe('the report says what was done to every object', () => {
+  const SERVICE = 'apiVersion: v1\nkind: Service\nmetadata:\n  name: db\nspec:\n  ports:\n    - port: 5432\n';
+  const CONFIGMAP = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n';
+  const input = [DEPLOYMENT, SERVICE, CONFIGMAP].join('---\n');
+
+  it('annotations added with --opaque-ports are listed for workloads and Services alike', async () => {
+    const annotated = await injectText(input, '--opaque-ports', '5432');
+    expect(annotated.code).toBe(0);
+    expect(annotated.stderr).toBe(
+      'deployment "web" annotated: linkerd.io/inject: enabled, config.linkerd.io/opaque-ports: 5432\n' +
+        'service "db" annotated: config.linkerd.io/opaque-ports: 5432\n' +
+        'configmap "settings" unchanged: not a workload\n',
+    );
+    const manual = await injectText(input, '--manual', ...ANCHORS, '--opaque-ports', '5432');
+    expect(manual.stderr).toMatch(/^deployment "web" injected: annotated config.linkerd.io\/opaque-ports: 5432\nservice "db" annotated: /);
+  });
+
+  it('a Service with nothing to record is unchanged, not "unsupported"', async () => {
+    const result = await injectText(SERVICE);
+    expect(result.stderr).toBe('service "db" unchanged: no opaque ports to record\n');
   });
 });
 
