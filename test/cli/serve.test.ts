@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { runExample } from '../../src/cli/example.js';
 import { UsageError } from '../../src/cli/inject-flags.js';
-import { envArgs, runServe } from '../../src/cli/serve.js';
+import { SERVE_HELP, envArgs, runServe } from '../../src/cli/serve.js';
 import { parseListenAddress } from '../../src/server/start.js';
 
 describe('PROXY_INJECTOR_* environment variables', () => {
@@ -73,5 +74,14 @@ describe('example usage errors', () => {
     [['--namespace-annotation', 'novalue'], '--namespace-annotation "novalue": expected KEY=VALUE'],
   ])('%j is a usage error', async (args, message) => {
     await expect(runExample(args)).rejects.toThrow(new UsageError(message));
+  });
+});
+
+describe('where the server listens', () => {
+  it('npm start listens on loopback only, while serve keeps the in-cluster default of every interface', () => {
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> };
+    expect(pkg.scripts['start']).toMatch(/ serve .*--addr 127\.0\.0\.1:8443 .*--admin-addr 127\.0\.0\.1:9995/);
+    expect(SERVE_HELP).toContain('--addr HOST:PORT             webhook listen address (default 0.0.0.0:8443)');
+    expect(SERVE_HELP).toContain('--admin-addr HOST:PORT       admin listen address (default 0.0.0.0:9995)');
   });
 });

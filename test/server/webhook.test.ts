@@ -121,7 +121,7 @@ describe('bad input gets a status and a one-line reason', () => {
   const valid = admissionReview(pod());
   const without = (key: string) => ({ ...valid, request: { ...valid['request'], [key]: undefined } });
   it.each([
-    ['a body that is not JSON', '{"apiVersion": ', 'application/json', 400, /^the body is not valid JSON/],
+    ['a body that is not JSON', '{"apiVersion": ', 'application/json', 400, /^the body is not valid JSON$/],
     ['an empty body', '', 'application/json', 400, /^the body is empty$/],
     ['a JSON array', '[]', 'application/json', 400, /^the body is not a JSON object$/],
     ['the wrong kind', { ...valid, kind: 'ConversionReview' }, 'application/json', 400, /unsupported kind "ConversionReview"/],
