@@ -1,12 +1,16 @@
 /** What the manifest commands share: how they are given stdin and a directory, and how they report failure. */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError } from './inject-flags.js';
 import type { OutputFormat } from './manifests.js';
+import type { UrlOptions } from './remote-inputs.js';
 
 /** Where a command reads stdin and resolves relative paths; the CLI passes the process's, tests pass their own. */
 export interface CliIo {
   /** The text of stdin, or a function that reads it (called only when "-" is an input). */
   stdin?: string | (() => Promise<string>);
   cwd?: string;
+  /** How URL inputs are fetched (extra trusted certificates). */
+  url?: UrlOptions;
 }
 
 export interface CliResult {
@@ -15,8 +19,44 @@ export interface CliResult {
   code: number;
 }
 
-export function usageFailure(command: string, message: string): CliResult {
-  return { stdout: '', stderr: `proxy-injector ${command}: ${message}\nRun 'proxy-injector ${command} --help' for usage.\n`, code: 2 };
+/** What a usage error prints: the problem, the command's usage line from its help, and where the rest is. */
+export function usageText(command: string, message: string, help?: string): string {
+  const usage = help?.split('\n').find((line) => line.startsWith('Usage:'));
+  return `proxy-injector ${command}: ${message}\n${usage ? `${usage}\n` : ''}Run 'proxy-injector ${command} --help' for all options.\n`;
+}
+
+export function usageFailure(command: string, message: string, help?: string): CliResult {
+  return { stdout: '', stderr: usageText(command, message, help), code: 2 };
+}
+
+/** The long name in node's description of an option, e.g. "--output" in "-o, --output <value>". */
+function optionName(described: string): string {
+  return /--[^\s,]+/.exec(described)?.[0] ?? described.split(/[\s,]/)[0] ?? described;
+}
+
+/**
+ * node's parseArgs, with its errors as one-line usage errors: its own texts are long and quote unevenly
+ * ("Unknown option '--x'. To specify a positional argument starting with a '-', place it ... '-- \"--x\"").
+ */
+export function parseCommandArgs<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (err) {
+    const { code, message } = err as NodeJS.ErrnoException;
+    let m: RegExpExecArray | null;
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && (m = /^Unknown option '([^']+)'/.exec(message))) {
+      throw new UsageError(`unknown flag ${m[1]}`);
+    }
+    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+      if ((m = /^Option '([^']+)' argument missing/.exec(message))) throw new UsageError(`${optionName(m[1] ?? '')} needs a value`);
+      if ((m = /^Option '([^']+)' does not take an argument/.exec(message))) throw new UsageError(`${optionName(m[1] ?? '')} takes no value`);
+    }
+    if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' && (m = /^Unexpected argument '([^']*)'/.exec(message))) {
+      throw new UsageError(`unexpected argument ${JSON.stringify(m[1])}: this command takes none`);
+    }
+    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) throw new UsageError(message.split('. ')[0] ?? message);
+    throw err;
+  }
 }
 
 export function failure(command: string, message: string): CliResult {

@@ -1,7 +1,6 @@
 /** `proxy-injector example`: the engine's decision and patch for one pod manifest, on embedded or given configuration. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import {
   defaultValues,
   inject,
@@ -9,10 +8,12 @@ import {
   withTrustAnchors,
   type InjectionResult,
 } from '../engine/index.js';
+import { parseCommandArgs } from './command-io.js';
+import { UsageError } from './inject-flags.js';
 import { parseManifests } from './manifests.js';
 import { packageRoot } from './package-info.js';
 
-const HELP = `Usage: proxy-injector example [POD_FILE] [options]
+export const EXAMPLE_HELP = `Usage: proxy-injector example [POD_FILE] [options]
 
 Runs the injection engine on one Pod manifest (YAML or JSON; default: examples/pod.yaml) exactly as
 the admission webhook would, and prints the result record (decision, reasons, JSON patch) as JSON.
@@ -36,7 +37,7 @@ export function readManifest(path: string): unknown {
 
 function parseAnnotation(text: string): [string, string] {
   const eq = text.indexOf('=');
-  if (eq <= 0) throw new Error(`--namespace-annotation ${JSON.stringify(text)}: expected KEY=VALUE`);
+  if (eq <= 0) throw new UsageError(`--namespace-annotation ${JSON.stringify(text)}: expected KEY=VALUE`);
   return [text.slice(0, eq), text.slice(eq + 1)];
 }
 
@@ -53,7 +54,7 @@ export function summarize(result: InjectionResult): string {
 }
 
 export async function runExample(args: string[]): Promise<number> {
-  const { values: opts, positionals } = parseArgs({
+  const { values: opts, positionals } = parseCommandArgs({
     args,
     allowPositionals: true,
     options: {
@@ -66,10 +67,10 @@ export async function runExample(args: string[]): Promise<number> {
     },
   });
   if (opts.help) {
-    process.stdout.write(HELP);
+    process.stdout.write(EXAMPLE_HELP);
     return 0;
   }
-  if (positionals.length > 1) throw new Error('example takes at most one pod file');
+  if (positionals.length > 1) throw new UsageError('example takes at most one pod file');
   const podFile = positionals[0] ?? join(packageRoot, 'examples', 'pod.yaml');
   const anchorsFile = opts['trust-anchors'] ?? join(packageRoot, 'examples', 'trust-anchors.pem');
   let values = opts.values ? loadValues(readFileSync(opts.values, 'utf8')) : defaultValues();

@@ -27,6 +27,8 @@ interface ProxyFlag {
   check?: (text: string) => string | undefined;
   /** The installed configuration's value, in the annotation's terms; undefined when it has none to compare with. */
   installed?: (v: LinkerdValues) => string | undefined;
+  /** The flag is an old name kept by Linkerd: the one to use instead. */
+  deprecated?: string;
 }
 
 const port = (text: string): string | undefined => {
@@ -63,7 +65,7 @@ const seconds = (text: string): string | undefined =>
   parseGoUint(text, Number.MAX_SAFE_INTEGER) === undefined ? 'expected a whole number of seconds' : undefined;
 const notEmpty = (text: string): string | undefined => (text === '' ? 'must not be empty' : undefined);
 
-type Extra = Partial<Pick<ProxyFlag, 'short' | 'list' | 'check' | 'installed' | 'value'>>;
+type Extra = Partial<Pick<ProxyFlag, 'short' | 'list' | 'check' | 'installed' | 'value' | 'deprecated'>>;
 
 /** A flag that takes a value (METAVAR) and writes it to `annotation` as given. */
 function valued(name: string, metavar: string, annotation: string, help: string, extra: Extra): ProxyFlag {
@@ -177,7 +179,32 @@ export const PROXY_FLAGS: readonly ProxyFlag[] = [
   toggle('ingress', INJECT_ANNOTATION, 'run the proxy in ingress mode (linkerd.io/inject: ingress)', {
     value: (b) => (b === true ? INJECT_INGRESS : undefined),
   }),
+  // Linkerd's deprecated names; listed last because, as in Linkerd, they win over the new names when both are given.
+  valued('proxy-cpu', 'AMOUNT', A.proxyCpuRequest, 'deprecated: use --proxy-cpu-request', {
+    check: quantity,
+    installed: resource('cpu', 'request'),
+    deprecated: 'proxy-cpu-request',
+  }),
+  valued('proxy-memory', 'AMOUNT', A.proxyMemoryRequest, 'deprecated: use --proxy-memory-request', {
+    check: quantity,
+    installed: resource('memory', 'request'),
+    deprecated: 'proxy-memory-request',
+  }),
 ];
+
+/** Linkerd's default image registry, and the variable that changes it as --registry does. */
+export const DEFAULT_REGISTRY = 'cr.l5d.io/linkerd';
+export const REGISTRY_ENV = 'LINKERD_DOCKER_REGISTRY';
+
+/** An image name moved to another registry, as Linkerd does it: the registry replaces everything before the last "/". */
+export function withRegistry(image: string, registry: string): string {
+  if (image === '') return image;
+  const prefix = registry !== '' && !registry.endsWith('/') ? `${registry}/` : registry;
+  return prefix + image.slice(image.lastIndexOf('/') + 1);
+}
+
+/** Flags of Linkerd's whole CLI for reaching a cluster: accepted so that scripts keep working, with no effect here. */
+const CLUSTER_FLAGS = ['kubeconfig', 'context', 'as', 'as-group', 'api-addr', 'cni-namespace'] as const;
 
 /** Options of `inject` that are not proxy configuration. */
 export const GENERAL_OPTIONS = {
@@ -188,6 +215,14 @@ export const GENERAL_OPTIONS = {
   'trust-anchors': { type: 'string' },
   'linkerd-namespace': { type: 'string', short: 'L' },
   'ignore-cluster': { type: 'boolean' },
+  registry: { type: 'string' },
+  'disable-identity': { type: 'boolean' },
+  kubeconfig: { type: 'string' },
+  context: { type: 'string' },
+  as: { type: 'string' },
+  'as-group': { type: 'string', multiple: true },
+  'api-addr': { type: 'string' },
+  'cni-namespace': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -234,13 +269,22 @@ export interface FlagAnnotations {
   differing: Record<string, string>;
   /** --ingress was given: `linkerd.io/inject: ingress` instead of `enabled`. */
   ingress: boolean;
+  /** What the report should say about the flags: deprecated names, flags that no longer do anything. */
+  notes: string[];
 }
 
 /** Checks the proxy flags given and turns them into annotations. */
-export function flagAnnotations(parsed: ParsedOptions, values: LinkerdValues): FlagAnnotations {
+export function flagAnnotations(parsed: ParsedOptions, values: LinkerdValues, env: NodeJS.ProcessEnv = {}): FlagAnnotations {
   const given: Record<string, string> = {};
   const differing: Record<string, string> = {};
+  const notes: string[] = [];
   let ingress = false;
+  /** The last flag for an annotation wins; it is written when it differs from the installed value. */
+  const set = (annotation: string, value: string, installed: string | undefined): void => {
+    given[annotation] = value;
+    if (installed !== value) differing[annotation] = value;
+    else delete differing[annotation];
+  };
   for (const f of PROXY_FLAGS) {
     const raw = parsed[f.name];
     if (raw === undefined) continue;
@@ -255,10 +299,24 @@ export function flagAnnotations(parsed: ParsedOptions, values: LinkerdValues): F
       ingress = true;
       continue;
     }
-    given[f.annotation] = value;
-    if (!f.installed || f.installed(values) !== value) differing[f.annotation] = value;
+    if (f.deprecated) notes.push(`--${f.name} is deprecated: use --${f.deprecated}`);
+    set(f.annotation, value, f.installed?.(values));
   }
-  return { given, differing, ingress };
+
+  // --registry (or Linkerd's variable for it) moves the proxy and debug images, after --proxy-image as in Linkerd.
+  const registry = typeof parsed['registry'] === 'string' ? parsed['registry'] : env[REGISTRY_ENV] || undefined;
+  if (registry !== undefined) {
+    set(A.proxyImage, withRegistry(given[A.proxyImage] ?? values.proxy.image.name, registry), values.proxy.image.name);
+    set(A.debugImage, withRegistry(values.debugContainer.image.name, registry), values.debugContainer.image.name);
+  }
+  if (parsed['disable-identity'] === true) {
+    throw new UsageError('--disable-identity is no longer supported; identity is always required');
+  }
+  if (parsed['disable-identity'] === false) notes.push('--disable-identity=false has no effect: identity is always on');
+  for (const name of CLUSTER_FLAGS) {
+    if (parsed[name] !== undefined) notes.push(`--${name} has no effect: this command reads no cluster`);
+  }
+  return { given, differing, ingress, notes };
 }
 
 /**
@@ -300,7 +358,7 @@ function proxyFlagHelp(): string {
   }).join('\n');
 }
 
-export const INJECT_HELP = `Usage: proxy-injector inject [--manual] [flags] FILE|DIR|- ...
+export const INJECT_HELP = `Usage: proxy-injector inject [--manual] [flags] FILE|DIR|URL|- ...
 
 Adds Linkerd to Kubernetes manifests read from files, directories (walked recursively in lexical order,
 *.yaml, *.yml and *.json) or stdin ("-"): YAML or JSON, multi-document streams and List objects. Pods,
@@ -327,8 +385,15 @@ Options:
       --trust-anchors FILE                      identity trust anchors PEM (default: identityTrustAnchorsPEM
                                                 from the values, else the bundled demo root, with a warning)
   -L, --linkerd-namespace NS                    namespace of the Linkerd control plane (default linkerd)
+      --registry REGISTRY                       registry of the proxy and debug images, e.g. my.registry/linkerd
+                                                (default: $LINKERD_DOCKER_REGISTRY, else as configured); written
+                                                as config.linkerd.io/proxy-image and debug-image when they change
       --ignore-cluster                          accepted for compatibility with 'linkerd inject': this
-                                                command never contacts a cluster
+                                                command never contacts a cluster. So are --kubeconfig,
+                                                --context, --as, --as-group, --api-addr and --cni-namespace,
+                                                with a note that they have no effect
+      --disable-identity                        refused, as Linkerd refuses it: identity is always required
+                                                (--disable-identity=false is accepted, with a note)
   -h, --help                                    this help
 
 Proxy configuration. Each flag given is written to every pod template as the annotation named after it,

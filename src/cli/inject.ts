@@ -4,7 +4,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import {
   SKIP_REASON_TEXT,
   defaultValues,
@@ -38,14 +37,16 @@ import {
 import {
   failure,
   outputFormat,
+  parseCommandArgs,
   readProcessStdin,
   stdinReader,
   usageFailure,
   type CliIo,
   type CliResult,
 } from './command-io.js';
-import { InputError, readManifests, render, transformManifests, type ObjectChange, type OutputFormat } from './manifests.js';
+import { InputError, render, transformManifests, type ObjectChange, type OutputFormat } from './manifests.js';
 import { packageRoot } from './package-info.js';
+import { readInputs } from './remote-inputs.js';
 import { CHECKS, FAIL, OK, WARN, renderReport, type Check, type ObjectReport } from './report.js';
 import { applyToValue, type PatchOp } from './yaml-patch.js';
 
@@ -91,6 +92,13 @@ function annotationOps(owner: Record<string, unknown>, path: string, entries: Re
   const annotations = isObject(metadata) ? metadata['annotations'] : undefined;
   ops.push(...addMapEntries(`${path}/annotations`, entries, isObject(annotations)));
   return ops;
+}
+
+/** The annotations written, as the report lists them: `key: value, ...`. */
+function listed(entries: Record<string, string>): string {
+  return Object.entries(entries)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join(', ');
 }
 
 /** A document that is a list or a scalar: not something `kubectl apply` would take either. */
@@ -142,8 +150,9 @@ export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectR
     const own = stringMap(isObject(base['metadata']) ? base['metadata']['annotations'] : undefined);
     // Linkerd would overwrite an explicit opt-out; a namespace that says disabled is left as it says.
     if (own[INJECT_ANNOTATION] === INJECT_DISABLED) return done('skipped', `annotated ${INJECT_ANNOTATION}: ${INJECT_DISABLED}`);
-    ops.push(...annotationOps(base, '/metadata', { ...annotationsFor(s.flags, own, 'namespace'), [INJECT_ANNOTATION]: injectValue }));
-    return done('annotated', `${INJECT_ANNOTATION}: ${injectValue}`);
+    const inherited = annotationsFor(s.flags, own, 'namespace');
+    ops.push(...annotationOps(base, '/metadata', { ...inherited, [INJECT_ANNOTATION]: injectValue }));
+    return done('annotated', listed({ [INJECT_ANNOTATION]: injectValue, ...inherited }));
   }
   if (kind === 'service') {
     // As Linkerd does, --opaque-ports is recorded on Services too: clients read it there.
@@ -153,9 +162,10 @@ export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectR
       ops.push(...annotationOps(base, '/metadata', { [A.opaquePorts]: ports }));
       return done('annotated', `${A.opaquePorts}: ${ports}`);
     }
+    return done(ops.length > 0 ? 'uninjected' : 'unchanged', 'no opaque ports to record');
   }
   if (!isWorkloadKind(kind)) {
-    return done(ops.length > 0 ? 'uninjected' : 'unchanged', SKIP_REASON_TEXT.unsupported_resource);
+    return done(ops.length > 0 ? 'uninjected' : 'unchanged', 'not a workload');
   }
 
   let located;
@@ -191,10 +201,10 @@ export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectR
   if (hard.length > 0) return fail(hard.map((r) => r.text).join(', '), checks);
   report.checks = checks;
   ops.push(...templateOps);
-  if (!s.manual) return done('annotated', `${INJECT_ANNOTATION}: ${injectValue}`);
+  if (!s.manual) return done('annotated', listed({ [INJECT_ANNOTATION]: injectValue, ...requested }));
   const patch = result.patch.map((o): PatchOp => ({ ...o, value: withoutNulls(o.value) }));
   ops.push(...patch);
-  return done('injected');
+  return done('injected', Object.keys(requested).length > 0 ? `annotated ${listed(requested)}` : undefined);
 }
 
 function readConfigFile(cwd: string, file: string, what: string): string {
@@ -255,7 +265,7 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
   let inputs: string[];
   let format: OutputFormat;
   try {
-    const parsed = parseArgs({
+    const parsed = parseCommandArgs({
       args: normalizeBooleanArgs(argv, BOOLEAN_OPTIONS),
       options: { ...GENERAL_OPTIONS, ...proxyFlagOptions() },
       allowPositionals: true,
@@ -268,23 +278,23 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
     format = outputFormat(opts['output']);
     if (inputs.length === 0) throw new UsageError('no input: give files, directories, or - for stdin');
   } catch (err) {
-    return usageFailure('inject', (err as Error).message);
+    return usageFailure('inject', (err as Error).message, INJECT_HELP);
   }
   const manual = opts['manual'] === true;
   let configured: Configured;
   let flags: FlagAnnotations;
   try {
     configured = configure(opts, cwd, manual);
-    flags = flagAnnotations(opts, configured.values);
+    flags = flagAnnotations(opts, configured.values, process.env);
   } catch (err) {
-    if (err instanceof UsageError) return usageFailure('inject', err.message);
+    if (err instanceof UsageError) return usageFailure('inject', err.message, INJECT_HELP);
     if (err instanceof InputError || isEngineError(err)) return failure('inject', err.message);
     throw err;
   }
 
   let manifests;
   try {
-    manifests = await readManifests(inputs, { cwd, readStdin: stdinReader(io) });
+    manifests = await readInputs(inputs, { cwd, readStdin: stdinReader(io) }, io.url);
   } catch (err) {
     if (err instanceof InputError) return failure('inject', err.message);
     throw err;
@@ -298,6 +308,7 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
   const outcome = transformManifests(manifests, (object) => injectObject(object, settings));
   const injected = outcome.reports.some((r) => r.status === 'injected');
   const warnings = [
+    ...flags.notes.map((text): Check => ({ mark: WARN, text })),
     ...(injected ? configured.warnings : []),
     ...outcome.rewritten.map((d): Check => ({ mark: WARN, text: `${d}: its layout could not be kept; it was rewritten from its data` })),
   ];

@@ -1,18 +1,20 @@
 /** `proxy-injector serve`: runs the admission webhook, configured by flags or PROXY_INJECTOR_* environment variables. */
-import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
 import { createContext, type EventPolicy } from '../cluster/context.js';
 import { connectToCluster } from '../cluster/kubeconfig.js';
 import { parseGoDuration } from '../engine/parsers.js';
 import { createLogger, LOG_LEVELS, type LogFormat } from '../server/logger.js';
 import { InjectorMetrics } from '../server/metrics.js';
-import { startServer } from '../server/start.js';
+import { parseListenAddress, startServer } from '../server/start.js';
+import { parseCommandArgs } from './command-io.js';
+import { UsageError } from './inject-flags.js';
 
-const HELP = `Usage: proxy-injector serve [options]
+export const SERVE_HELP = `Usage: proxy-injector serve [options]
 
 Runs the Linkerd-compatible proxy injector as an HTTPS admission webhook (POST AdmissionReviews to /)
 with an admin listener for /metrics, /ping, /live and /ready. Every option can also be given as an
 environment variable: --tls-dir is PROXY_INJECTOR_TLS_DIR, and so on. Flags win over variables.
+Exit status: 0 stopped cleanly; 1 failed or did not drain in time; 2 usage error.
 
 Options:
   --addr HOST:PORT             webhook listen address (default 0.0.0.0:8443)
@@ -62,12 +64,15 @@ const OPTIONS = {
 
 type OptionName = keyof typeof OPTIONS;
 
+/** The environment variable that stands for a flag. */
+export const envName = (flag: string): string => `PROXY_INJECTOR_${flag.toUpperCase().replace(/-/g, '_')}`;
+
 /** PROXY_INJECTOR_<FLAG> variables become flags placed before the real ones, so the command line wins. */
 export function envArgs(env: NodeJS.ProcessEnv): string[] {
   const args: string[] = [];
   for (const name of Object.keys(OPTIONS) as OptionName[]) {
     if (name === 'help') continue;
-    const value = env[`PROXY_INJECTOR_${name.toUpperCase().replace(/-/g, '_')}`];
+    const value = env[envName(name)];
     if (value === undefined || value === '') continue;
     if (OPTIONS[name].type === 'boolean') {
       if (/^(1|true|yes)$/i.test(value)) args.push(`--${name}`);
@@ -79,33 +84,46 @@ export function envArgs(env: NodeJS.ProcessEnv): string[] {
   return args;
 }
 
-function durationMs(flag: string, text: string): number {
+function durationMs(label: string, text: string): number {
   const ns = parseGoDuration(text);
-  if (ns === undefined || ns < 0n) throw new Error(`--${flag} ${JSON.stringify(text)}: expected a duration such as 5s or 500ms`);
+  if (ns === undefined || ns < 0n) throw new UsageError(`${label} ${JSON.stringify(text)}: expected a duration such as 5s or 500ms`);
   return Number(ns / 1_000_000n);
 }
 
 export async function runServe(argv: string[]): Promise<number> {
-  const { values: opts } = parseArgs({ args: [...envArgs(process.env), ...argv], options: OPTIONS, allowPositionals: false });
+  const fromEnv = envArgs(process.env);
+  const { values: opts, tokens } = parseCommandArgs({ args: [...fromEnv, ...argv], options: OPTIONS, allowPositionals: false, tokens: true });
   if (opts.help) {
-    process.stdout.write(HELP);
+    process.stdout.write(SERVE_HELP);
     return 0;
   }
+  /** How to name an option in an error: as the variable when the value came from the environment. */
+  const label = (name: OptionName): string => {
+    const last = tokens.filter((t) => t.kind === 'option' && t.name === name).pop();
+    return last !== undefined && last.index < fromEnv.length ? envName(name) : `--${name}`;
+  };
   const level = opts['log-level'] as LevelWithSilent;
-  if (!LOG_LEVELS.includes(level)) throw new Error(`--log-level ${JSON.stringify(level)}: expected one of ${LOG_LEVELS.join(', ')}`);
+  if (!LOG_LEVELS.includes(level)) throw new UsageError(`${label('log-level')} ${JSON.stringify(level)}: expected one of ${LOG_LEVELS.join(', ')}`);
   const format = opts['log-format'] as LogFormat;
-  if (!['json', 'pretty', 'auto'].includes(format)) throw new Error(`--log-format ${JSON.stringify(format)}: expected json, pretty or auto`);
+  if (!['json', 'pretty', 'auto'].includes(format)) throw new UsageError(`${label('log-format')} ${JSON.stringify(format)}: expected json, pretty or auto`);
   const minVersion = opts['tls-min-version'];
-  if (minVersion !== '1.2' && minVersion !== '1.3') throw new Error(`--tls-min-version ${JSON.stringify(minVersion)}: expected 1.2 or 1.3`);
-  const shutdownDelayMs = durationMs('shutdown-delay', opts['shutdown-delay']);
-  const shutdownTimeoutMs = durationMs('shutdown-timeout', opts['shutdown-timeout']);
+  if (minVersion !== '1.2' && minVersion !== '1.3') throw new UsageError(`${label('tls-min-version')} ${JSON.stringify(minVersion)}: expected 1.2 or 1.3`);
+  const shutdownDelayMs = durationMs(label('shutdown-delay'), opts['shutdown-delay']);
+  const shutdownTimeoutMs = durationMs(label('shutdown-timeout'), opts['shutdown-timeout']);
   const sans = (opts['tls-san'] ?? []).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
   const events = opts.events as EventPolicy;
-  if (!['all', 'relevant', 'none'].includes(events)) throw new Error(`--events ${JSON.stringify(events)}: expected all, relevant or none`);
+  if (!['all', 'relevant', 'none'].includes(events)) throw new UsageError(`${label('events')} ${JSON.stringify(events)}: expected all, relevant or none`);
+  if (opts['no-cluster'] && opts.kubeconfig) throw new UsageError(`${label('no-cluster')} and ${label('kubeconfig')} contradict each other`);
+  for (const name of ['addr', 'admin-addr'] as const) {
+    try {
+      parseListenAddress(opts[name]);
+    } catch (err) {
+      throw new UsageError(`${label(name)}: ${(err as Error).message}`);
+    }
+  }
 
   const logger = createLogger({ level, format });
   const metrics = new InjectorMetrics();
-  if (opts['no-cluster'] && opts.kubeconfig) throw new Error('--no-cluster and --kubeconfig contradict each other');
   const cluster = opts['no-cluster'] ? undefined : connectToCluster(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {});
   const context = createContext({
     cluster,

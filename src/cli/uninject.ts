@@ -1,16 +1,16 @@
 /** `proxy-injector uninject`: takes Linkerd's proxy, init container, volumes and metadata out of manifests. */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { defaultValues, isEngineError, loadValues, uninject, type Removed } from '../engine/index.js';
 import { isObject } from '../engine/k8s.js';
 import { UsageError } from './inject-flags.js';
 import { nameOf, notAnObject } from './inject.js';
-import { failure, outputFormat, readProcessStdin, stdinReader, usageFailure, type CliIo, type CliResult } from './command-io.js';
-import { InputError, readManifests, render, transformManifests, type ObjectChange, type OutputFormat } from './manifests.js';
+import { failure, outputFormat, parseCommandArgs, readProcessStdin, stdinReader, usageFailure, type CliIo, type CliResult } from './command-io.js';
+import { InputError, render, transformManifests, type ObjectChange, type OutputFormat } from './manifests.js';
+import { readInputs } from './remote-inputs.js';
 import { OK, renderReport, type Check, type ObjectReport } from './report.js';
 
-export const UNINJECT_HELP = `Usage: proxy-injector uninject [flags] FILE|DIR|- ...
+export const UNINJECT_HELP = `Usage: proxy-injector uninject [flags] FILE|DIR|URL|- ...
 
 Removes what Linkerd's injection adds, from manifests read from files, directories (walked recursively
 in lexical order, *.yaml, *.yml and *.json) or stdin ("-"), as 'linkerd uninject' does: the
@@ -61,7 +61,7 @@ export async function runUninject(argv: readonly string[], io: CliIo = {}): Prom
   let values: string | undefined;
   let verbose: boolean;
   try {
-    const parsed = parseArgs({
+    const parsed = parseCommandArgs({
       args: [...argv],
       options: {
         output: { type: 'string', short: 'o' },
@@ -79,12 +79,12 @@ export async function runUninject(argv: readonly string[], io: CliIo = {}): Prom
     verbose = parsed.values.verbose === true;
     if (inputs.length === 0) throw new UsageError('no input: give files, directories, or - for stdin');
   } catch (err) {
-    return usageFailure('uninject', (err as Error).message);
+    return usageFailure('uninject', (err as Error).message, UNINJECT_HELP);
   }
   try {
     const configured = values ? loadValues(readFileSync(resolve(cwd, values), 'utf8')) : defaultValues();
     const xtablesVolume = configured.proxyInit.xtMountPath.name;
-    const manifests = await readManifests(inputs, { cwd, readStdin: stdinReader(io) });
+    const manifests = await readInputs(inputs, { cwd, readStdin: stdinReader(io) }, io.url);
     const outcome = transformManifests(manifests, (object) => uninjectObject(object, xtablesVolume));
     const stderr = renderReport([], outcome.reports, verbose);
     if (outcome.failed) return { stdout: '', stderr: `${stderr}\nnothing was written to stdout\n`, code: 1 };

@@ -243,12 +243,30 @@ export function applyOverrides(input: OverrideInput): Overridden {
     }
   }
   const workers = proxy.runtime.workers;
-  quantity(A.proxyCpuRequest, proxy.resources.cpu, 'request', (n) => (workers.minimum = n));
-  quantity(A.proxyCpuLimit, proxy.resources.cpu, 'limit', (n) => (workers.maximum = n));
-  quantity(A.proxyMemoryRequest, proxy.resources.memory, 'request');
-  quantity(A.proxyMemoryLimit, proxy.resources.memory, 'limit');
-  quantity(A.proxyEphemeralStorageRequest, proxy.resources['ephemeral-storage'], 'request');
-  quantity(A.proxyEphemeralStorageLimit, proxy.resources['ephemeral-storage'], 'limit');
+  /**
+   * A request larger than its limit makes the API server refuse the pod, so the annotations of such a pair are
+   * ignored (the configured pair stays) rather than failing pod creation.
+   */
+  const resourcePair = (requestKey: string, limitKey: string, target: ResourceValues, cpu: boolean): void => {
+    const before = { ...target };
+    const workersBefore = { ...workers };
+    quantity(requestKey, target, 'request', cpu ? (n) => (workers.minimum = n) : undefined);
+    quantity(limitKey, target, 'limit', cpu ? (n) => (workers.maximum = n) : undefined);
+    if (target.request === before.request && target.limit === before.limit) return;
+    const request = parseQuantity(target.request);
+    const limit = parseQuantity(target.limit);
+    if (request === undefined || limit === undefined || request.num * limit.den <= limit.num * request.den) return;
+    const given = [requestKey, limitKey].filter((k) => k in ann).map((k) => `${k}=${JSON.stringify(ann[k] ?? '')}`);
+    warnings.push(
+      `ignored annotation${given.length > 1 ? 's' : ''} ${given.join(' and ')}: the request ${JSON.stringify(target.request)} ` +
+        `is larger than the limit ${JSON.stringify(target.limit)}, which the API server refuses`,
+    );
+    Object.assign(target, before);
+    if (cpu) Object.assign(workers, workersBefore);
+  };
+  resourcePair(A.proxyCpuRequest, A.proxyCpuLimit, proxy.resources.cpu, true);
+  resourcePair(A.proxyMemoryRequest, A.proxyMemoryLimit, proxy.resources.memory, false);
+  resourcePair(A.proxyEphemeralStorageRequest, A.proxyEphemeralStorageLimit, proxy.resources['ephemeral-storage'], false);
   {
     const v = get(A.proxyCpuRatioLimit);
     if (v !== undefined) {

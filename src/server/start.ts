@@ -69,9 +69,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const certs = await ensureCertificates(options.tlsDir, options.tlsSans, logger);
   const pair = loadKeyPair(options.tlsDir);
   logger.info({ notAfter: pair.notAfter.toISOString(), fingerprint: pair.fingerprint256, dir: options.tlsDir }, 'serving certificate loaded');
-  if (certs.generated) {
-    logger.info({ caPath: certs.caPath }, `generated a development CA and serving certificate; use ${certs.caPath} as the webhook caBundle`);
-  }
 
   const metrics = options.metrics ?? new InjectorMetrics();
   let closing = false;

@@ -242,8 +242,40 @@ function reusableCa(dir: string, logger: TlsLogger): KeyPair | undefined {
 }
 
 /**
+ * The serving certificate in `dir`, and whether it was generated here: signed by the development CA whose key sits
+ * beside it. Anything else is a pair someone provided.
+ */
+function existingPair(dir: string, certPath: string): { serving: X509Certificate; generated: boolean } | undefined {
+  try {
+    const serving = new X509Certificate(readFileSync(certPath, 'utf8'));
+    if (!existsSync(join(dir, CA_KEY_FILE))) return { serving, generated: false };
+    const ca = new X509Certificate(readFileSync(join(dir, CA_CERT_FILE), 'utf8'));
+    const generated = ca.subject === `CN=${CA_COMMON_NAME}` && serving.checkIssued(ca) && serving.verify(ca.publicKey);
+    return { serving, generated };
+  } catch {
+    // Unreadable files are reported by loadKeyPair, which comes next, with the reason.
+    return undefined;
+  }
+}
+
+/** The requested names (DNS names or IP addresses) the certificate does not cover. */
+function uncovered(cert: X509Certificate, names: readonly string[]): string[] {
+  return names.map((n) => n.trim()).filter((n) => (isIP(n) === 0 ? cert.checkHost(n, { wildcards: false }) === undefined : cert.checkIP(n) === undefined));
+}
+
+/** The DNS names and IPv4 addresses of a certificate (IPv6 ones come back expanded; the defaults cover ::1). */
+function namesOf(cert: X509Certificate): string[] {
+  return (cert.subjectAltName ?? '')
+    .split(', ')
+    .map((entry) => /^(?:DNS:(.+)|IP Address:(\d+\.\d+\.\d+\.\d+))$/.exec(entry))
+    .flatMap((m) => (m ? [m[1] ?? m[2] ?? ''] : []))
+    .filter((n) => n !== '' && n !== 'localhost' && n !== '127.0.0.1');
+}
+
+/**
  * Embedded default for development: when `dir` has no tls.crt/tls.key, generates a CA and a serving certificate
- * signed by it (ECDSA P-256, SHA-256). Existing pairs are never overwritten.
+ * signed by it (ECDSA P-256, SHA-256). A generated pair that does not cover the requested names is reissued from the
+ * same CA (so a registered caBundle keeps working); a provided pair is never touched.
  */
 export async function ensureCertificates(dir: string, dnsNames: string[], logger: TlsLogger): Promise<GeneratedCertificates> {
   const paths = {
@@ -252,24 +284,38 @@ export async function ensureCertificates(dir: string, dnsNames: string[], logger
     keyPath: join(dir, KEY_FILE),
   };
   const caKeyPath = join(dir, CA_KEY_FILE);
-  const sans = planSans(dnsNames);
+  planSans(dnsNames);
 
   await mkdir(dir, { recursive: true });
 
   const haveCert = entryExists(paths.certPath);
   const haveKey = entryExists(paths.keyPath);
+  let existingNames: string[] = [];
   if (haveCert && haveKey) {
-    logger.info({ dir }, 'using existing TLS key pair');
-    return { ...paths, generated: false };
+    const existing = existingPair(dir, paths.certPath);
+    const missing = existing ? uncovered(existing.serving, dnsNames) : [];
+    if (missing.length === 0) {
+      logger.info({ dir }, 'using existing TLS key pair');
+      return { ...paths, generated: false };
+    }
+    if (!existing?.generated) {
+      // Someone else's pair (a Secret, cert-manager, a file of their own): theirs to reissue, never ours.
+      logger.warn({ dir, missing }, `the TLS key pair in ${dir} was not generated here and does not cover --tls-san ${missing.join(', ')}; using it as it is`);
+      return { ...paths, generated: false };
+    }
+    logger.info({ dir, missing }, `the development certificate does not cover ${missing.join(', ')}; issuing a new one from the same CA`);
+    existingNames = namesOf(existing.serving);
   }
-  if (haveCert) {
+  if (haveCert && !haveKey) {
     // We write tls.crt last, so a lone tls.crt was put there by someone else; replacing it would destroy their work.
     throw new TlsError('TLS_MISSING', `${CERT_FILE} exists in ${dir} but ${KEY_FILE} does not; refusing to generate over it`);
   }
-  if (haveKey) {
+  if (haveKey && !haveCert) {
     logger.warn({ dir }, `${KEY_FILE} exists without ${CERT_FILE} (an interrupted generation); regenerating`);
   }
 
+  // A reissued certificate keeps the names it had, so earlier --tls-san values keep working.
+  const sans = planSans([...dnsNames, ...existingNames.filter((n) => !dnsNames.includes(n))]);
   const now = Date.now();
   const notBeforeDate = new Date(now - CLOCK_SKEW_MS);
 
@@ -327,7 +373,7 @@ export async function ensureCertificates(dir: string, dnsNames: string[], logger
       notAfter: parseValidTo(x509).toISOString(),
       fingerprint256: x509.fingerprint256,
     },
-    'generated development TLS certificates (ECDSA P-256); register ca.crt as the webhook caBundle',
+    `generated development TLS certificates (ECDSA P-256); register ${paths.caPath} as the webhook caBundle`,
   );
   return { ...paths, generated: true };
 }

@@ -36,7 +36,8 @@ function bodyError(error: FastifyError): { status: number; message: string } | u
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return { status: 400, message: 'the body is empty' };
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return { status: 400, message: `the body is not valid JSON: ${error.message}` };
+      // Fastify's own text ("Body is not valid JSON but content-type is set to ...") would say it a second time.
+      return { status: 400, message: 'the body is not valid JSON' };
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return { status: 400, message: 'the Content-Length does not match the body' };
     default:

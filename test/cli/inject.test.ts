@@ -1,6 +1,6 @@
 /** `proxy-injector inject` in-process: flags, configuration, kinds, errors and the report. */
 import { parseAllDocuments } from 'yaml';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { INJECT_HELP, PROXY_FLAGS } from '../../src/cli/inject-flags.js';
 import { runInject } from '../../src/cli/inject.js';
 import { YAML_OPTIONS } from '../../src/cli/manifests.js';
@@ -111,7 +111,7 @@ describe('flags become annotations, and take effect', () => {
     );
     const a = t.metadata.annotations;
     for (const f of PROXY_FLAGS) {
-      if (['native-sidecar', 'await', 'ingress', 'proxy-cpu-request'].includes(f.name)) continue;
+      if (['native-sidecar', 'await', 'ingress', 'proxy-cpu-request', 'proxy-cpu'].includes(f.name)) continue;
       expect(a[f.annotation], f.name).toBeDefined();
     }
     const proxy = proxyOf(t);
@@ -142,7 +142,8 @@ describe('flags become annotations, and take effect', () => {
     });
     expect(svc?.metadata.annotations).toEqual({ 'config.linkerd.io/opaque-ports': '80' });
     expect(result.stderr).toBe(
-      'namespace "shop" annotated: linkerd.io/inject: ingress\nservice "web" annotated: config.linkerd.io/opaque-ports: 80\n',
+      'namespace "shop" annotated: linkerd.io/inject: ingress, config.linkerd.io/opaque-ports: 80, config.linkerd.io/proxy-cpu-request: 100m\n' +
+        'service "web" annotated: config.linkerd.io/opaque-ports: 80\n',
     );
   });
 
@@ -150,6 +151,90 @@ describe('flags become annotations, and take effect', () => {
     const own = DEPLOYMENT.replace('      labels:\n        app: web\n', '      annotations:\n        config.linkerd.io/proxy-cpu-request: 50m\n        team: a\n      labels:\n        app: web\n');
     const result = await injectText(own, '--proxy-cpu-request', '200m');
     expect(result.stdout).toContain('      annotations:\n        config.linkerd.io/proxy-cpu-request: 200m\n        team: a\n        linkerd.io/inject: enabled\n');
+  });
+});
+
+describe("the rest of linkerd inject's flags", () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it('--registry moves the proxy and debug images, after --proxy-image, as Linkerd does', async () => {
+    const t = await manualTemplate('--registry', 'registry.test/mirror', '--proxy-image', 'other.test/linkerd/proxy');
+    expect(t.metadata.annotations['config.linkerd.io/proxy-image']).toBe('registry.test/mirror/proxy');
+    expect(t.metadata.annotations['config.linkerd.io/debug-image']).toBe('registry.test/mirror/debug');
+    expect(proxyOf(t).image).toMatch(/^registry\.test\/mirror\/proxy:/);
+  });
+
+  it('LINKERD_DOCKER_REGISTRY does what --registry does; the flag wins', async () => {
+    vi.stubEnv('LINKERD_DOCKER_REGISTRY', 'env.test/l5d/');
+    expect((await manualTemplate()).metadata.annotations['config.linkerd.io/proxy-image']).toBe('env.test/l5d/proxy');
+    expect((await manualTemplate('--registry', 'flag.test')).metadata.annotations['config.linkerd.io/proxy-image']).toBe('flag.test/proxy');
+  });
+
+  it('--registry naming the configured registry writes nothing', async () => {
+    const t = await manualTemplate('--registry', 'cr.l5d.io/linkerd');
+    expect(Object.keys(t.metadata.annotations ?? {}).filter((k) => k.startsWith('config.'))).toEqual([]);
+  });
+
+  it('--proxy-cpu and --proxy-memory are the request flags under their old names, with a note; they win when both are given', async () => {
+    const result = await injectText(DEPLOYMENT, '--manual', ...ANCHORS, '--proxy-cpu-request', '300m', '--proxy-cpu', '1500m', '--proxy-memory', '64Mi');
+    expect(result.code, result.stderr).toBe(0);
+    const t = objects(result.stdout)[0]?.spec.template;
+    expect(t.metadata.annotations['config.linkerd.io/proxy-cpu-request']).toBe('1500m');
+    expect(proxyOf(t).resources).toEqual({ requests: { cpu: '1500m', memory: '64Mi' } });
+    expect(envOf(proxyOf(t))['LINKERD2_PROXY_CORES_MIN']).toBe('2');
+    expect(result.stderr).toContain('‼ --proxy-cpu is deprecated: use --proxy-cpu-request\n‼ --proxy-memory is deprecated: use --proxy-memory-request\n');
+  });
+
+  it('--disable-identity is refused as Linkerd refuses it; =false is accepted with a note', async () => {
+    const refused = await injectText(DEPLOYMENT, '--disable-identity');
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/^proxy-injector inject: --disable-identity is no longer supported; identity is always required\n/);
+    const accepted = await injectText(DEPLOYMENT, '--disable-identity=false');
+    expect(accepted.code).toBe(0);
+    expect(accepted.stderr).toContain('‼ --disable-identity=false has no effect: identity is always on\n');
+  });
+
+  it("Linkerd's cluster flags are accepted, each with a note that it has no effect", async () => {
+    const result = await injectText(DEPLOYMENT, '--kubeconfig', 'k', '--context', 'c', '--as', 'u', '--as-group', 'g', '--api-addr', 'a:1', '--cni-namespace', 'n');
+    expect(result.code).toBe(0);
+    for (const name of ['kubeconfig', 'context', 'as', 'as-group', 'api-addr', 'cni-namespace']) {
+      expect(result.stderr).toContain(`‼ --${name} has no effect: this command reads no cluster\n`);
+    }
+  });
+
+  it('a proxy request above its limit is reported as ignored, naming the pair, and the configured resources are used', async () => {
+    const result = await injectText(DEPLOYMENT, '--manual', ...ANCHORS, '--proxy-memory-request', '1Gi', '--proxy-memory-limit', '256Mi');
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain(
+      '  ‼ ignored annotations config.linkerd.io/proxy-memory-request="1Gi" and config.linkerd.io/proxy-memory-limit="256Mi": ' +
+        'the request "1Gi" is larger than the limit "256Mi", which the API server refuses\n',
+    );
+    expect(proxyOf(objects(result.stdout)[0]?.spec.template).resources).toBeUndefined();
+  });
+});
+
+describe('the report says what was done to every object', () => {
+  const SERVICE = 'apiVersion: v1\nkind: Service\nmetadata:\n  name: db\nspec:\n  ports:\n    - port: 5432\n';
+  const CONFIGMAP = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n';
+  const input = [DEPLOYMENT, SERVICE, CONFIGMAP].join('---\n');
+
+  it('annotations added with --opaque-ports are listed for workloads and Services alike', async () => {
+    const annotated = await injectText(input, '--opaque-ports', '5432');
+    expect(annotated.code).toBe(0);
+    expect(annotated.stderr).toBe(
+      'deployment "web" annotated: linkerd.io/inject: enabled, config.linkerd.io/opaque-ports: 5432\n' +
+        'service "db" annotated: config.linkerd.io/opaque-ports: 5432\n' +
+        'configmap "settings" unchanged: not a workload\n',
+    );
+    const manual = await injectText(input, '--manual', ...ANCHORS, '--opaque-ports', '5432');
+    expect(manual.stderr).toMatch(/^deployment "web" injected: annotated config.linkerd.io\/opaque-ports: 5432\nservice "db" annotated: /);
+  });
+
+  it('a Service with nothing to record is unchanged, not "unsupported"', async () => {
+    const result = await injectText(SERVICE);
+    expect(result.stderr).toBe('service "db" unchanged: no opaque ports to record\n');
   });
 });
 
@@ -306,7 +391,8 @@ describe('configuration', () => {
 
 describe('errors and usage', () => {
   it.each([
-    [['--bogus', 'x.yaml'], /Unknown option '--bogus'/],
+    [['--bogus', 'x.yaml'], /^proxy-injector inject: unknown flag --bogus\nUsage: proxy-injector inject /],
+    [['--values'], /^proxy-injector inject: --values needs a value\n/],
     [[], /no input/],
     [['--admin-port', '70000', 'x.yaml'], /--admin-port "70000": expected a port number/],
     [['--proxy-cpu-request', 'lots', 'x.yaml'], /--proxy-cpu-request "lots": expected a Kubernetes quantity/],
@@ -320,7 +406,7 @@ describe('errors and usage', () => {
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(message);
-    expect(result.stderr).toContain("Run 'proxy-injector inject --help' for usage.");
+    expect(result.stderr).toMatch(/\nUsage: proxy-injector inject .*\nRun 'proxy-injector inject --help' for all options.\n$/);
   });
 
   it.each([
@@ -345,7 +431,7 @@ describe('errors and usage', () => {
     const result = await runInject(['--help']);
     expect(result).toEqual({ code: 0, stdout: INJECT_HELP, stderr: '' });
     for (const f of PROXY_FLAGS) expect(result.stdout, f.name).toContain(`--${f.name}`);
-    for (const name of ['--manual', '--output', '--verbose', '--values', '--trust-anchors', '--linkerd-namespace', '--ignore-cluster']) {
+    for (const name of ['--manual', '--output', '--verbose', '--values', '--trust-anchors', '--linkerd-namespace', '--ignore-cluster', '--registry', '--disable-identity', '--kubeconfig']) {
       expect(result.stdout).toContain(name);
     }
   });

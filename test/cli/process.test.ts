@@ -1,7 +1,12 @@
 /** `proxy-injector inject` and `uninject` as separate processes: real stdin, stdout, stderr and exit codes. */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { INJECT_HELP } from '../../src/cli/inject-flags.js';
+import { packageVersion } from '../../src/cli/package-info.js';
+import { DEFAULT_LINKERD_VERSION } from '../../src/engine/values.js';
 
 function cli(args: string[], input?: string) {
   const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
@@ -37,4 +42,38 @@ describe('the proxy-injector process', () => {
     expect(help.stdout).toMatch(/\n {2}inject \[--manual\]/);
     expect(help.stdout).toMatch(/\n {2}uninject /);
   }, 60_000);
+});
+
+describe('the command line, consistently across commands', () => {
+  it('stops quietly when the reader closes stdout early, as `| head -1` does', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-epipe-'));
+    try {
+      const one = readFileSync('test/fixtures/cli/in/all-kinds.yaml', 'utf8');
+      // Far more than a pipe buffer holds, so the writer is still writing when head exits.
+      writeFileSync(join(dir, 'big.yaml'), Array.from({ length: 60 }, () => one).join('\n---\n'));
+      const script = `${JSON.stringify(process.execPath)} --import tsx src/cli/main.ts inject ${JSON.stringify(join(dir, 'big.yaml'))} 2>${JSON.stringify(join(dir, 'err'))} | head -1; echo "exit \${PIPESTATUS[0]}"`;
+      const result = spawnSync('bash', ['-c', script], { encoding: 'utf8', timeout: 60_000 });
+      expect(result.stdout).toMatch(/exit 0\n$/);
+      const stderr = readFileSync(join(dir, 'err'), 'utf8');
+      expect(stderr).not.toMatch(/EPIPE|Unhandled|at /);
+      expect(stderr).toContain('annotated');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('turns a usage error of any command into exit status 2 with the command usage', () => {
+    const result = cli(['serve', '--no-such-flag']);
+    expect(result).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "proxy-injector serve: unknown flag --no-such-flag\nUsage: proxy-injector serve [options]\nRun 'proxy-injector serve --help' for all options.\n",
+    });
+  }, 60_000);
+
+  it('help COMMAND prints the command help; a missing file is one line; version names the Linkerd version', () => {
+    expect(cli(['help', 'inject'])).toEqual({ code: 0, stdout: INJECT_HELP, stderr: '' });
+    expect(cli(['example', 'no-such-pod.yaml'])).toEqual({ code: 1, stdout: '', stderr: 'proxy-injector example: no-such-pod.yaml: no such file\n' });
+    expect(cli(['version']).stdout).toBe(`proxy-injector ${packageVersion()} (follows Linkerd ${DEFAULT_LINKERD_VERSION})\n`);
+  }, 120_000);
 });

@@ -1,5 +1,8 @@
-import { describe, expect, it } from 'vitest';
-import { envArgs } from '../../src/cli/serve.js';
+import { readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { runExample } from '../../src/cli/example.js';
+import { UsageError } from '../../src/cli/inject-flags.js';
+import { SERVE_HELP, envArgs, runServe } from '../../src/cli/serve.js';
 import { parseListenAddress } from '../../src/server/start.js';
 
 describe('PROXY_INJECTOR_* environment variables', () => {
@@ -37,5 +40,48 @@ describe('parseListenAddress', () => {
 
   it.each(['8443', '0.0.0.0:', '0.0.0.0:70000', ':::8443', 'host:port'])('refuses %j', (text) => {
     expect(() => parseListenAddress(text)).toThrowError(/invalid listen address/);
+  });
+});
+
+describe('serve usage errors', () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it.each([
+    [['--bogus'], 'unknown flag --bogus'],
+    [['--addr'], '--addr needs a value'],
+    [['--no-cluster', 'extra'], 'unexpected argument "extra": this command takes none'],
+    [['--no-cluster', '--tls-min-version', '1.1'], '--tls-min-version "1.1": expected 1.2 or 1.3'],
+    [['--no-cluster', '--shutdown-delay', 'soon'], '--shutdown-delay "soon": expected a duration such as 5s or 500ms'],
+    [['--no-cluster', '--admin-addr', '9995'], '--admin-addr: invalid listen address "9995": expected HOST:PORT, e.g. 0.0.0.0:8443'],
+    [['--no-cluster', '--kubeconfig', 'k'], '--no-cluster and --kubeconfig contradict each other'],
+  ])('%j is a usage error before anything starts', async (args, message) => {
+    await expect(runServe(args)).rejects.toThrow(new UsageError(message));
+  });
+
+  it('a bad value from the environment is named as the variable; the same value as a flag is named as the flag', async () => {
+    vi.stubEnv('PROXY_INJECTOR_EVENTS', 'some');
+    await expect(runServe(['--no-cluster'])).rejects.toThrow(new UsageError('PROXY_INJECTOR_EVENTS "some": expected all, relevant or none'));
+    await expect(runServe(['--no-cluster', '--events', 'few'])).rejects.toThrow(new UsageError('--events "few": expected all, relevant or none'));
+  });
+});
+
+describe('example usage errors', () => {
+  it.each([
+    [['--bogus'], 'unknown flag --bogus'],
+    [['a.yaml', 'b.yaml'], 'example takes at most one pod file'],
+    [['--namespace-annotation', 'novalue'], '--namespace-annotation "novalue": expected KEY=VALUE'],
+  ])('%j is a usage error', async (args, message) => {
+    await expect(runExample(args)).rejects.toThrow(new UsageError(message));
+  });
+});
+
+describe('where the server listens', () => {
+  it('npm start listens on loopback only, while serve keeps the in-cluster default of every interface', () => {
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> };
+    expect(pkg.scripts['start']).toMatch(/ serve .*--addr 127\.0\.0\.1:8443 .*--admin-addr 127\.0\.0\.1:9995/);
+    expect(SERVE_HELP).toContain('--addr HOST:PORT             webhook listen address (default 0.0.0.0:8443)');
+    expect(SERVE_HELP).toContain('--admin-addr HOST:PORT       admin listen address (default 0.0.0.0:9995)');
   });
 });

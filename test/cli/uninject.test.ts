@@ -200,7 +200,13 @@ describe('proxy-injector uninject', () => {
 
   it('exits 2 on usage errors and 1 on bad input', async () => {
     expect((await runUninject([])).code).toBe(2);
-    expect((await runUninject(['--manual', 'x.yaml'])).code).toBe(2);
+    expect(await runUninject(['--manual', 'x.yaml'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'proxy-injector uninject: unknown flag --manual\nUsage: proxy-injector uninject [flags] FILE|DIR|URL|- ...\n' +
+        "Run 'proxy-injector uninject --help' for all options.\n",
+    });
     expect((await runUninject(['-o', 'xml', '-'])).code).toBe(2);
     expect(await runUninject(['missing.yaml'])).toMatchObject({ code: 1, stdout: '', stderr: 'proxy-injector uninject: missing.yaml: no such file or directory\n' });
     expect(await runUninject(['-'], { stdin: 'a: [' })).toMatchObject({ code: 1, stdout: '' });

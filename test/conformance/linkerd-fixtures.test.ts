@@ -133,7 +133,8 @@ describe.skipIf(!present)('Linkerd fixtures', () => {
   });
 });
 
-describe.runIf(!present)('Linkerd fixtures (absent)', () => {
+// Registered only when absent: a runIf block would show as "1 skipped" on every run that has the fixtures.
+if (!present) describe('Linkerd fixtures (absent)', () => {
   it(`skipped: no fixtures at ${fixtures}`, () => {
     console.log(`linkerd fixtures: skipped, ${fixtures} is absent (set LINKERD_FIXTURES to point at them)`);
     expect(required, 'REQUIRE_LINKERD_FIXTURES=1 but the fixtures are absent').toBe(false);

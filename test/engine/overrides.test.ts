@@ -943,3 +943,38 @@ describe('applyOverrides: input values are not mutated', () => {
     expect(second.values.proxy.additionalEnv).toEqual([]);
   });
 });
+
+describe('a proxy request larger than its limit', () => {
+  it.each([
+    ['cpu', 'proxy-cpu-request', 'proxy-cpu-limit', '2', '1'],
+    ['memory', 'proxy-memory-request', 'proxy-memory-limit', '1Gi', '512Mi'],
+    ['ephemeral-storage', 'proxy-ephemeral-storage-request', 'proxy-ephemeral-storage-limit', '1001M', '1G'],
+  ] as const)('%s: both annotations are ignored and the warning names the pair', (field, req, lim, request, limit) => {
+    const out = run({ [C + req]: request, [C + lim]: limit });
+    expect(out.values.proxy.resources[field]).toEqual(defaultValues().proxy.resources[field]);
+    expect(out.warnings).toEqual([
+      `ignored annotations ${C}${req}="${request}" and ${C}${lim}="${limit}": ` +
+        `the request "${request}" is larger than the limit "${limit}", which the API server refuses`,
+    ]);
+  });
+
+  it('a request annotation above the configured limit is ignored alone, and the worker threads stay as configured', () => {
+    const values = withValues((v) => {
+      v.proxy.resources.cpu = { request: '100m', limit: '1' };
+      v.proxy.runtime.workers.minimum = 1;
+    });
+    const out = run({ [C + 'proxy-cpu-request']: '1500m' }, { values });
+    expect(out.values.proxy.resources.cpu).toEqual({ request: '100m', limit: '1' });
+    expect(out.values.proxy.runtime.workers.minimum).toBe(1);
+    expect(out.warnings).toEqual([
+      `ignored annotation ${C}proxy-cpu-request="1500m": the request "1500m" is larger than the limit "1", which the API server refuses`,
+    ]);
+  });
+
+  it('a request equal to its limit, or in other units, is kept', () => {
+    const out = run({ [C + 'proxy-memory-request']: '1Gi', [C + 'proxy-memory-limit']: '1024Mi', [C + 'proxy-cpu-request']: '1000m', [C + 'proxy-cpu-limit']: '1' });
+    expect(out.warnings).toEqual([]);
+    expect(out.values.proxy.resources.memory).toEqual({ request: '1Gi', limit: '1024Mi' });
+    expect(out.values.proxy.resources.cpu).toEqual({ request: '1000m', limit: '1' });
+  });
+});

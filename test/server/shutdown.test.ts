@@ -141,7 +141,7 @@ describe('SIGTERM', () => {
     expect(served.logs.some((l) => l.includes('did not finish in time'))).toBe(true);
   }, 20_000);
 
-  it('refuses bad flags with a clear message and exit code 1', async () => {
+  it('refuses bad flags with a clear message, the usage line and exit code 2', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), 'serve', '--tls-min-version', '1.1'], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -150,7 +150,10 @@ describe('SIGTERM', () => {
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-    expect(code).toBe(1);
-    expect(stderr).toBe('proxy-injector: --tls-min-version "1.1": expected 1.2 or 1.3\n');
-  }, 20_000);
+    expect(code).toBe(2);
+    expect(stderr).toBe(
+      'proxy-injector serve: --tls-min-version "1.1": expected 1.2 or 1.3\nUsage: proxy-injector serve [options]\n' +
+        "Run 'proxy-injector serve --help' for all options.\n",
+    );
+  }, 60_000);
 });

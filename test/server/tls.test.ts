@@ -186,11 +186,44 @@ describe('ensureCertificates', () => {
     expect(generatedLog?.obj).toMatchObject({ caGenerated: true, fingerprint256: serving.fingerprint256 });
   });
 
-  it('reuses an existing pair without touching any file', async () => {
+  it('reuses an existing pair that covers the names asked for without touching any file', async () => {
     const before = Object.fromEntries(readdirSync(genDir).map((f) => [f, readFileSync(join(genDir, f))]));
-    const result = await ensureCertificates(genDir, ['something-else.svc'], recordingLogger());
+    const result = await ensureCertificates(genDir, ['proxy-injector.linkerd.svc', '10.96.0.42', '127.0.0.1'], recordingLogger());
     expect(result.generated).toBe(false);
     for (const [file, bytes] of Object.entries(before)) expect(readFileSync(join(genDir, file)).equals(bytes)).toBe(true);
+  });
+
+  it('reissues a generated certificate from the same CA when --tls-san asks for a name it does not cover', async () => {
+    const dir = tempDir();
+    await ensureCertificates(dir, ['first.svc'], recordingLogger());
+    const caBefore = readFileSync(join(dir, 'ca.crt'), 'utf8');
+    const log = recordingLogger();
+    const result = await ensureCertificates(dir, ['second.svc', '192.0.2.7'], log);
+    expect(result.generated).toBe(true);
+    expect(readFileSync(join(dir, 'ca.crt'), 'utf8')).toBe(caBefore);
+    const serving = new X509Certificate(loadKeyPair(dir).cert);
+    expect(serving.subject).toBe('CN=second.svc');
+    expect(serving.subjectAltName).toBe(
+      'DNS:localhost, DNS:second.svc, DNS:first.svc, IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1, IP Address:192.0.2.7',
+    );
+    expect(serving.verify(new X509Certificate(caBefore).publicKey)).toBe(true);
+    expect(log.entries.find((e) => e.level === 'info' && /does not cover second.svc, 192.0.2.7/.test(e.msg))).toBeDefined();
+    expect(readdirSync(dir).sort()).toEqual(['ca.crt', 'ca.key', 'tls.crt', 'tls.key']);
+  });
+
+  it('never touches a provided pair that does not cover the names asked for: it warns', async () => {
+    const dir = tempDir();
+    // Signed by the development CA, but without its key beside it: provided, not generated here.
+    writeFileSync(join(dir, 'ca.crt'), ca.cert);
+    writeFileSync(join(dir, 'tls.crt'), pairs.B.cert);
+    writeFileSync(join(dir, 'tls.key'), pairs.B.key);
+    const log = recordingLogger();
+    const result = await ensureCertificates(dir, ['proxy-injector.linkerd.svc'], log);
+    expect(result.generated).toBe(false);
+    expect(readFileSync(join(dir, 'tls.crt'), 'utf8')).toBe(pairs.B.cert);
+    expect(readdirSync(dir).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
+    const warning = log.entries.find((e) => e.level === 'warn');
+    expect(warning?.msg).toBe(`the TLS key pair in ${dir} was not generated here and does not cover --tls-san proxy-injector.linkerd.svc; using it as it is`);
   });
 
   it('reuses a provisioned tls.crt/tls.key even when ca.crt is absent', async () => {

@@ -88,6 +88,21 @@ describe('round trips', () => {
     ]);
   });
 
+  it('a proxy request larger than its limit comes back as a warning and the configured resources stay', async () => {
+    const { app } = setup();
+    const annotations = { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-memory-request': '1Gi', 'config.linkerd.io/proxy-memory-limit': '512Mi' };
+    const input = pod({ annotations });
+    const res = await post(app, admissionReview(input));
+    expect(res.json().response.warnings).toEqual([
+      'ignored annotations config.linkerd.io/proxy-memory-request="1Gi" and config.linkerd.io/proxy-memory-limit="512Mi": ' +
+        'the request "1Gi" is larger than the limit "512Mi", which the API server refuses',
+    ]);
+    const out = applied(input, decodedPatch(res.json())) as { spec: { containers: Array<{ name: string; resources?: unknown }> } };
+    const proxy = out.spec.containers.find((c) => c.name === 'linkerd-proxy');
+    expect(proxy).toBeDefined();
+    expect(JSON.stringify(proxy?.resources ?? {})).not.toMatch(/1Gi|512Mi/);
+  });
+
   it('operations other than CREATE are allowed untouched', async () => {
     const { app } = setup();
     const res = await post(app, admissionReview(enabledPod(), { operation: 'UPDATE' }));
@@ -106,7 +121,7 @@ describe('bad input gets a status and a one-line reason', () => {
   const valid = admissionReview(pod());
   const without = (key: string) => ({ ...valid, request: { ...valid['request'], [key]: undefined } });
   it.each([
-    ['a body that is not JSON', '{"apiVersion": ', 'application/json', 400, /^the body is not valid JSON/],
+    ['a body that is not JSON', '{"apiVersion": ', 'application/json', 400, /^the body is not valid JSON$/],
     ['an empty body', '', 'application/json', 400, /^the body is empty$/],
     ['a JSON array', '[]', 'application/json', 400, /^the body is not a JSON object$/],
     ['the wrong kind', { ...valid, kind: 'ConversionReview' }, 'application/json', 400, /unsupported kind "ConversionReview"/],

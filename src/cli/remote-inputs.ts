@@ -1,0 +1,106 @@
+/**
+ * Manifests named by URL, as `linkerd inject https://...` takes them. Only HTTPS, as Linkerd allows: a manifest is
+ * code that will run in the cluster, and plain HTTP lets anyone on the path change it.
+ */
+import { get } from 'node:https';
+import { InputError, parseManifests, readManifests, type Manifest, type ReadIo } from './manifests.js';
+
+/** The most a URL may return, and the longest it may take: a slow or endless server must not hang the command. */
+const MAX_BYTES = 64 * 1024 * 1024;
+const TIMEOUT_MS = 30_000;
+/** As Go's http.Get, which `linkerd inject` uses. */
+const MAX_REDIRECTS = 10;
+
+export interface UrlOptions {
+  /** Certificates (PEM) trusted besides the system's; the process itself also honours NODE_EXTRA_CA_CERTS. */
+  ca?: string;
+}
+
+/** An argument that names a URL (scheme and host), rather than a file or directory. */
+export function isUrl(arg: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\/[^/]/i.test(arg);
+}
+
+function getOnce(url: URL, options: UrlOptions, deadline: number): Promise<{ redirect?: string; body?: string }> {
+  return new Promise((resolve, reject) => {
+    const request = get(url, { ...(options.ca !== undefined && { ca: options.ca }), timeout: Math.max(1, deadline - Date.now()) }, (response) => {
+      const status = response.statusCode ?? 0;
+      const location = response.headers.location;
+      if (status >= 300 && status < 400 && location !== undefined) {
+        response.resume();
+        resolve({ redirect: new URL(location, url).href });
+        return;
+      }
+      if (status !== 200) {
+        response.resume();
+        reject(new Error(`the server answered ${status} ${response.statusMessage ?? ''}`.trim()));
+        return;
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      response.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_BYTES) {
+          request.destroy(new Error(`the response is larger than ${MAX_BYTES / 1024 / 1024} MiB`));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      response.on('end', () => resolve({ body: Buffer.concat(chunks).toString('utf8') }));
+      response.on('error', reject);
+    });
+    request.on('timeout', () => request.destroy(new Error(`no answer within ${TIMEOUT_MS / 1000}s`)));
+    request.on('error', reject);
+  });
+}
+
+/** The text at an HTTPS URL, following redirects to HTTPS URLs. */
+export async function fetchText(arg: string, options: UrlOptions = {}): Promise<string> {
+  const deadline = Date.now() + TIMEOUT_MS;
+  let url = arg;
+  for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new InputError(`${arg}: not a valid URL`);
+    }
+    if (parsed.protocol !== 'https:') {
+      throw new InputError(`${arg}: only HTTPS URLs are allowed${url === arg ? '' : ` (redirected to ${url})`}`);
+    }
+    let answer;
+    try {
+      answer = await getOnce(parsed, options, deadline);
+    } catch (err) {
+      throw new InputError(`${arg}: ${(err as Error).message}`);
+    }
+    if (answer.body !== undefined) return answer.body;
+    url = answer.redirect ?? url;
+  }
+  throw new InputError(`${arg}: more than ${MAX_REDIRECTS} redirects`);
+}
+
+/**
+ * Reads every input in order: URLs here, runs of files, directories and stdin by readManifests. Stdin is read once
+ * however often "-" appears.
+ */
+export async function readInputs(args: readonly string[], io: ReadIo, options: UrlOptions = {}): Promise<Manifest[]> {
+  let stdin: Promise<string> | undefined;
+  const shared: ReadIo = { ...io, readStdin: () => (stdin ??= io.readStdin()) };
+  const manifests: Manifest[] = [];
+  let local: string[] = [];
+  const flush = async (): Promise<void> => {
+    if (local.length > 0) manifests.push(...(await readManifests(local, shared)));
+    local = [];
+  };
+  for (const arg of args) {
+    if (!isUrl(arg)) {
+      local.push(arg);
+      continue;
+    }
+    await flush();
+    manifests.push(...parseManifests(await fetchText(arg, options), arg));
+  }
+  await flush();
+  return manifests;
+}
