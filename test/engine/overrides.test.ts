@@ -468,6 +468,18 @@ describe('applyOverrides: strings and enumerations', () => {
     expect(out.warnings).toEqual([]);
   });
 
+  // Kubernetes refuses any other pull policy, so such a value would fail pod creation.
+  it.each([
+    [`${C}image-pull-policy`, (v: LinkerdValues) => v.proxy.image.pullPolicy],
+    [`${C}debug-image-pull-policy`, (v: LinkerdValues) => v.debugContainer.image.pullPolicy],
+  ])('%s that Kubernetes does not know is ignored with a warning', (key, get) => {
+    for (const value of ['always', 'Sometimes', ' Always']) {
+      const out = run({ [key]: value });
+      expect(get(out.values)).toBe('');
+      expectOneWarningAbout(out, key);
+    }
+  });
+
   const headers: Array<{ value: string; expected: string; warn: boolean }> = [
     { value: 'insecure', expected: 'insecure', warn: false },
     { value: 'off', expected: 'off', warn: false },
