@@ -102,19 +102,39 @@ function foldKey(key: string): string {
 }
 
 /**
- * Decodes `value` as a Go value of `shape` would be decoded: unknown keys are ignored and null leaves a field unset.
- * With `foldCase` (Go's encoding/json, which Linkerd reads annotations and values with), keys match fields ignoring
- * case, and the result uses the fields' own names; without it (the API server's decoder), only exact names match.
+ * How a decoder reads JSON into Go types. `foldCase`: keys match fields ignoring case (Go's encoding/json, which Linkerd
+ * reads annotations and values with; the API server's decoder matches exact names only). `yamlStrings`: a number or
+ * boolean where a string belongs is read as its text (sigs.k8s.io/yaml, which Linkerd reads its values file with).
  */
-function decode(value: unknown, shape: Shape, path: string, foldCase: boolean): unknown {
+export interface Decoder {
+  foldCase: boolean;
+  yamlStrings: boolean;
+}
+
+/** Linkerd reading an annotation (encoding/json). */
+export const ANNOTATION_DECODER: Decoder = { foldCase: true, yamlStrings: false };
+/** Linkerd reading its values file (sigs.k8s.io/yaml over encoding/json). */
+export const VALUES_DECODER: Decoder = { foldCase: true, yamlStrings: true };
+/** The API server reading a pod. */
+const API_SERVER_DECODER: Decoder = { foldCase: false, yamlStrings: false };
+
+/**
+ * Decodes `value` as a Go value of `shape` would be decoded: unknown keys are ignored and null leaves a field unset;
+ * the result uses the fields' own names.
+ */
+function decode(value: unknown, shape: Shape, path: string, decoder: Decoder): unknown {
+  const { foldCase } = decoder;
   if (typeof shape === 'string') {
+    if (shape === 'string' && decoder.yamlStrings && (typeof value === 'number' || typeof value === 'boolean')) {
+      return String(value);
+    }
     if (!scalarFits(value, shape)) throw new DecodeError(`${path} must be ${expected(shape)}, got ${shown(value)}`);
     return value;
   }
   if ('list' in shape) {
     if (!Array.isArray(value)) throw new DecodeError(`${path} must be ${expected(shape)}, got ${shown(value)}`);
     // Go decodes a null item of a []string as "".
-    return value.map((item, i) => (item === null ? '' : decode(item, shape.list, `${path}[${i}]`, foldCase)));
+    return value.map((item, i) => (item === null ? '' : decode(item, shape.list, `${path}[${i}]`, decoder)));
   }
   if (!isObject(value)) throw new DecodeError(`${path} must be an object, got ${shown(value)}`);
   const byKey = new Map(Object.keys(shape.fields).map((f) => [foldCase ? foldKey(f) : f, f]));
@@ -129,7 +149,7 @@ function decode(value: unknown, shape: Shape, path: string, foldCase: boolean): 
       if (fieldShape !== 'string') delete out[field];
       continue;
     }
-    out[field] = decode(item, fieldShape, at, foldCase);
+    out[field] = decode(item, fieldShape, at, decoder);
   }
   return out;
 }
@@ -154,10 +174,10 @@ function canonicalSource(source: Record<string, unknown>): JsonObject {
  * server would refuse to create: an empty name, a value together with valueFrom, and a valueFrom that does not name
  * exactly one source with its required fields. Returns the reason as a string.
  */
-export function decodeEnvVar(entry: unknown, path: string): EnvVar | string {
+export function decodeEnvVar(entry: unknown, path: string, decoder: Decoder): EnvVar | string {
   let decoded: { name?: string; value?: string; valueFrom?: Record<string, Record<string, unknown>> };
   try {
-    decoded = decode(entry, ENV_VAR, path, true) as typeof decoded;
+    decoded = decode(entry, ENV_VAR, path, decoder) as typeof decoded;
   } catch (err) {
     if (err instanceof DecodeError) return err.message;
     throw err;
@@ -182,12 +202,12 @@ export function decodeEnvVar(entry: unknown, path: string): EnvVar | string {
 }
 
 /** A list of EnvVars (see `decodeEnvVar`), or the reason the first invalid entry is refused. */
-export function decodeEnvList(list: unknown, path: string): EnvVar[] | string {
+export function decodeEnvList(list: unknown, path: string, decoder: Decoder): EnvVar[] | string {
   if (!Array.isArray(list)) return `${path} must be a list of env vars, got ${shown(list)}`;
   const out: EnvVar[] = [];
   for (const [i, entry] of list.entries()) {
     if (entry === null) return `${path}[${i}] must be an env var, got null`;
-    const env = decodeEnvVar(entry, `${path}[${i}]`);
+    const env = decodeEnvVar(entry, `${path}[${i}]`, decoder);
     if (typeof env === 'string') return env;
     out.push(env);
   }
@@ -197,7 +217,7 @@ export function decodeEnvList(list: unknown, path: string): EnvVar[] | string {
 /** Why a securityContext copied verbatim into a container would not decode, or undefined when it would. */
 export function securityContextProblem(value: unknown, path: string): string | undefined {
   try {
-    decode(value, SECURITY_CONTEXT, path, false);
+    decode(value, SECURITY_CONTEXT, path, API_SERVER_DECODER);
     return undefined;
   } catch (err) {
     if (err instanceof DecodeError) return err.message;
@@ -205,10 +225,10 @@ export function securityContextProblem(value: unknown, path: string): string | u
   }
 }
 
-/** A capabilities setting decoded as Linkerd's `{add: [string], drop: [string]}`, or the reason it does not decode. */
+/** A capabilities setting of the values decoded as Linkerd's `{add: [string], drop: [string]}`, or why it does not decode. */
 export function decodeCapabilities(value: unknown, path: string): { add?: string[]; drop?: string[] } | string {
   try {
-    return decode(value, { fields: { add: { list: 'string' }, drop: { list: 'string' } } }, path, true) as {
+    return decode(value, { fields: { add: { list: 'string' }, drop: { list: 'string' } } }, path, VALUES_DECODER) as {
       add?: string[];
       drop?: string[];
     };

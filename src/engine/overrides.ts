@@ -11,7 +11,7 @@ import {
   quantityToWholeCores,
 } from './parsers.js';
 import { parsePortList } from './ports.js';
-import { decodeEnvList, PULL_POLICIES } from './api-types.js';
+import { ANNOTATION_DECODER, decodeEnvList, PULL_POLICIES } from './api-types.js';
 import { copyPlain, type EnvVar } from './k8s.js';
 import { isCidr, type LinkerdValues, type ResourceValues } from './values.js';
 
@@ -94,7 +94,7 @@ export function parseAdditionalEnv(text: string): EnvVar[] | string {
   }
   if (parsed === null) return [];
   if (!Array.isArray(parsed)) return 'not a JSON list of env vars';
-  return decodeEnvList(parsed, 'entry');
+  return decodeEnvList(parsed, 'entry', ANNOTATION_DECODER);
 }
 
 /** Validates a comma-separated list of ports and ranges without rewriting it (proxy-init receives it as written). */

@@ -1,7 +1,7 @@
 /** Linkerd configuration values: their types, the embedded defaults, and loading a values YAML document over them. */
 import { isIP } from 'node:net';
 import { parse as parseYaml } from 'yaml';
-import { decodeCapabilities, decodeEnvList, PULL_POLICIES, securityContextProblem } from './api-types.js';
+import { decodeCapabilities, decodeEnvList, PULL_POLICIES, securityContextProblem, VALUES_DECODER } from './api-types.js';
 import { EngineError } from './errors.js';
 import type { EnvVar } from './k8s.js';
 import { XTABLES_LOCK_VOLUME } from './names.js';
@@ -313,7 +313,7 @@ function decodeApiTypes(values: LinkerdValues): void {
     throw new EngineError('INVALID_VALUES', `Linkerd values: ${message}`);
   };
   const envList = (list: unknown, path: string): EnvVar[] => {
-    const decoded = decodeEnvList(list, path);
+    const decoded = decodeEnvList(list, path, VALUES_DECODER);
     return typeof decoded === 'string' ? fail(decoded) : decoded;
   };
   values.proxy.additionalEnv = envList(values.proxy.additionalEnv, 'proxy.additionalEnv');

@@ -71,13 +71,12 @@ describe('loadValues', () => {
     ['a bad cluster network', 'clusterNetworks: "10.0.0.0/8,banana"\n', /"banana" is not a CIDR/],
     ['a port out of range', 'proxy:\n  ports:\n    inbound: 70000\n', /proxy\.ports\.inbound must be a port number/],
     // What the API server could not decode in a pod is refused here rather than breaking every injected pod.
-    ['a number env value', 'proxy:\n  additionalEnv:\n    - name: A\n      value: 1\n', /proxy\.additionalEnv\[0\]\.value must be a string, got 1/],
-    ['a boolean env value', 'proxy:\n  experimentalEnv:\n    - name: A\n      value: true\n', /proxy\.experimentalEnv\[0\]\.value must be a string, got true/],
+    ['a list as an env value', 'proxy:\n  experimentalEnv:\n    - name: A\n      value: [x]\n', /proxy\.experimentalEnv\[0\]\.value must be a string, got a list/],
     ['an object env value', 'proxy:\n  additionalEnv:\n    - name: A\n      value: {x: y}\n', /proxy\.additionalEnv\[0\]\.value must be a string, got an object/],
     ['an env list that is a map', 'proxy:\n  additionalEnv: {A: x}\n', /proxy\.additionalEnv must be a list/],
     ['an empty valueFrom', 'proxy:\n  additionalEnv:\n    - name: A\n      valueFrom: {}\n', /proxy\.additionalEnv\[0\]\.valueFrom must name exactly one/],
     ['capabilities that are not lists', 'proxy:\n  capabilities:\n    add: NET_ADMIN\n', /proxy\.capabilities\.add must be a list of strings/],
-    ['a capability that is not a string', 'proxyInit:\n  capabilities:\n    drop: [1]\n', /proxyInit\.capabilities\.drop\[0\] must be a string, got 1/],
+    ['a capability that is not a string', 'proxyInit:\n  capabilities:\n    drop: [{a: 1}]\n', /proxyInit\.capabilities\.drop\[0\] must be a string, got an object/],
     ['capabilities that are a list', 'proxy:\n  capabilities: [NET_ADMIN]\n', /proxy\.capabilities must be a map/],
     ['a string user in a securityContext', 'proxy:\n  securityContext:\n    runAsUser: "1000"\n', /proxy\.securityContext\.runAsUser must be an integer \(int64\), got "1000"/],
     ['a string flag in the validator securityContext', 'networkValidator:\n  securityContext:\n    runAsNonRoot: "yes"\n', /networkValidator\.securityContext\.runAsNonRoot must be a boolean/],
@@ -104,6 +103,12 @@ describe('loadValues', () => {
     expect(v.proxy.capabilities).toEqual({ add: ['NET_ADMIN'], drop: ['ALL'] });
     expect(v.proxyInit.capabilities).toEqual({});
     expect(defaultValues().proxy.capabilities).toBeNull();
+  });
+
+  it('reads numbers and booleans in additional env as strings, as Linkerd reads its values file', () => {
+    const v = loadValues('proxy:\n  additionalEnv:\n    - name: A\n      value: 1\n  experimentalEnv:\n    - name: B\n      value: true\n');
+    expect(v.proxy.additionalEnv).toEqual([{ name: 'A', value: '1' }]);
+    expect(v.proxy.experimentalEnv).toEqual([{ name: 'B', value: 'true' }]);
   });
 
   it('writes additional env back as Go does: no empty value, no unknown keys', () => {
