@@ -11,7 +11,8 @@ import {
   quantityToWholeCores,
 } from './parsers.js';
 import { parsePortList } from './ports.js';
-import { copyPlain, isObject, type EnvVar } from './k8s.js';
+import { ANNOTATION_DECODER, decodeEnvList, PULL_POLICIES } from './api-types.js';
+import { copyPlain, type EnvVar } from './k8s.js';
 import { isCidr, type LinkerdValues, type ResourceValues } from './values.js';
 
 /** The namespace's proxy annotations that the workload does not carry itself (presence of the key, not its value). */
@@ -79,21 +80,21 @@ export function mergeAdditionalEnv(layers: ReadonlyArray<readonly EnvVar[]>): En
   return merged;
 }
 
-/** Parses a `proxy-additional-env` value: a JSON list of env vars, each with a non-empty name. */
+/**
+ * Parses a `proxy-additional-env` value: a JSON list of Kubernetes env vars, each decoded as the API server would
+ * decode it (see `decodeEnvVar`). Empty and `null` mean no entries, as for Linkerd.
+ */
 export function parseAdditionalEnv(text: string): EnvVar[] | string {
+  if (text === '') return [];
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (err) {
     return `not JSON: ${(err as Error).message}`;
   }
+  if (parsed === null) return [];
   if (!Array.isArray(parsed)) return 'not a JSON list of env vars';
-  for (const entry of parsed) {
-    if (!isObject(entry) || typeof entry['name'] !== 'string' || entry['name'] === '') {
-      return 'every entry needs a non-empty "name"';
-    }
-  }
-  return parsed as EnvVar[];
+  return decodeEnvList(parsed, 'entry', ANNOTATION_DECODER);
 }
 
 /** Validates a comma-separated list of ports and ranges without rewriting it (proxy-init receives it as written). */
@@ -164,7 +165,13 @@ export function applyOverrides(input: OverrideInput): Overridden {
 
   str(A.proxyImage, (v) => (proxy.image.name = v));
   str(A.proxyVersion, (v) => (proxy.image.version = v));
-  str(A.imagePullPolicy, (v) => (proxy.image.pullPolicy = v));
+  const pullPolicy = (key: string, set: (v: string) => void): void => {
+    const v = get(key);
+    if (v === undefined) return;
+    if (v === '' || PULL_POLICIES.includes(v)) set(v);
+    else ignored(warnings, key, v, `must be one of ${PULL_POLICIES.join(', ')}`);
+  };
+  pullPolicy(A.imagePullPolicy, (v) => (proxy.image.pullPolicy = v));
   port(A.controlPort, (v) => (proxy.ports.control = v));
   port(A.inboundPort, (v) => (proxy.ports.inbound = v));
   port(A.adminPort, (v) => (proxy.ports.admin = v));
@@ -318,7 +325,7 @@ export function applyOverrides(input: OverrideInput): Overridden {
   }
   str(A.debugImage, (v) => (values.debugContainer.image.name = v));
   str(A.debugImageVersion, (v) => (values.debugContainer.image.version = v));
-  str(A.debugImagePullPolicy, (v) => (values.debugContainer.image.pullPolicy = v));
+  pullPolicy(A.debugImagePullPolicy, (v) => (values.debugContainer.image.pullPolicy = v));
   {
     const v = get(A.closeWaitTimeout);
     if (v !== undefined) {

@@ -1,9 +1,11 @@
 /** Linkerd configuration values: their types, the embedded defaults, and loading a values YAML document over them. */
 import { isIP } from 'node:net';
 import { parse as parseYaml } from 'yaml';
+import { decodeCapabilities, decodeEnvList, PULL_POLICIES, securityContextProblem, VALUES_DECODER } from './api-types.js';
 import { EngineError } from './errors.js';
 import type { EnvVar } from './k8s.js';
 import { XTABLES_LOCK_VOLUME } from './names.js';
+import { parseQuantity } from './parsers.js';
 
 export interface ImageValues {
   name: string;
@@ -14,6 +16,12 @@ export interface ImageValues {
 export interface ResourceValues {
   limit: string;
   request: string;
+}
+
+/** Capabilities to add to and drop from a container, as in Linkerd's `proxy.capabilities` and `proxyInit.capabilities`. */
+export interface CapabilityValues {
+  add?: string[] | null;
+  drop?: string[] | null;
 }
 
 export interface TracingValues {
@@ -29,6 +37,8 @@ export type ProxyParams = Record<string, Record<string, Record<string, unknown>>
 
 export interface ProxyValues {
   image: ImageValues;
+  /** Not in Linkerd's chart defaults, but in its values type: replaced by the first app container's own, if any. */
+  capabilities: CapabilityValues | null;
   ports: { admin: number; control: number; inbound: number; outbound: number };
   logLevel: string;
   logFormat: string;
@@ -69,6 +79,8 @@ export interface ProxyValues {
 }
 
 export interface ProxyInitValues {
+  /** Used only when neither `proxy.capabilities` nor the first app container set capabilities. */
+  capabilities: CapabilityValues | null;
   /** "nft" or "legacy"; empty means legacy. */
   iptablesMode: string;
   ignoreInboundPorts: string;
@@ -134,6 +146,7 @@ export function defaultValues(): LinkerdValues {
     identityTrustDomain: '',
     proxy: {
       image: { name: 'cr.l5d.io/linkerd/proxy', pullPolicy: '', version: '' },
+      capabilities: null,
       ports: { admin: 4191, control: 4190, inbound: 4143, outbound: 4140 },
       logLevel: 'warn,linkerd=info,hickory=error',
       logFormat: 'plain',
@@ -181,6 +194,7 @@ export function defaultValues(): LinkerdValues {
       accessLog: '',
     },
     proxyInit: {
+      capabilities: null,
       iptablesMode: 'legacy',
       ignoreInboundPorts: '4567,4568',
       ignoreOutboundPorts: '4567,4568',
@@ -222,6 +236,8 @@ type Kind = 'string' | 'number' | 'boolean' | 'map' | 'list';
  * document replaces whole (Linkerd reads them from the document alone, so its defaults never mix in).
  */
 const DECLARED: Record<string, { kind: Kind; replace?: boolean }> = {
+  'proxy.capabilities': { kind: 'map', replace: true },
+  'proxyInit.capabilities': { kind: 'map', replace: true },
   'proxy.cores': { kind: 'number' },
   'proxy.runtime.workers.minimum': { kind: 'number' },
   'proxy.runtime.workers.maximum': { kind: 'number' },
@@ -288,12 +304,33 @@ function invalid(path: string, expected: string, value: unknown): EngineError {
   );
 }
 
-function checkEnvList(list: unknown[], path: string): void {
-  list.forEach((entry, i) => {
-    if (!isMap(entry) || typeof entry['name'] !== 'string' || entry['name'] === '') {
-      throw new EngineError('INVALID_VALUES', `Linkerd values: ${path}[${i}] must be an env var with a non-empty name`);
-    }
-  });
+/**
+ * Decodes the lists and objects that reach the pod as Kubernetes (and Linkerd's Go) types would decode them, so that a
+ * values document the API server could not decode in a pod is refused here, naming the key.
+ */
+function decodeApiTypes(values: LinkerdValues): void {
+  const fail = (message: string): never => {
+    throw new EngineError('INVALID_VALUES', `Linkerd values: ${message}`);
+  };
+  const envList = (list: unknown, path: string): EnvVar[] => {
+    const decoded = decodeEnvList(list, path, VALUES_DECODER);
+    return typeof decoded === 'string' ? fail(decoded) : decoded;
+  };
+  values.proxy.additionalEnv = envList(values.proxy.additionalEnv, 'proxy.additionalEnv');
+  values.proxy.experimentalEnv = envList(values.proxy.experimentalEnv, 'proxy.experimentalEnv');
+  for (const owner of [values.proxy, values.proxyInit]) {
+    if (owner.capabilities === null) continue;
+    const path = `${owner === values.proxy ? 'proxy' : 'proxyInit'}.capabilities`;
+    const decoded = decodeCapabilities(owner.capabilities, path);
+    owner.capabilities = typeof decoded === 'string' ? fail(decoded) : decoded;
+  }
+  for (const [path, context] of [
+    ['proxy.securityContext', values.proxy.securityContext],
+    ['networkValidator.securityContext', values.networkValidator.securityContext],
+  ] as const) {
+    const problem = securityContextProblem(context, path);
+    if (problem !== undefined) fail(problem);
+  }
 }
 
 /**
@@ -319,8 +356,7 @@ export function mergeValues(doc: unknown): LinkerdValues {
     throw new EngineError('INVALID_VALUES', `Linkerd values must be a YAML map, got ${kindOf(doc)}`);
   }
   mergeInto(values as unknown as Record<string, unknown>, doc, '');
-  checkEnvList(values.proxy.additionalEnv, 'proxy.additionalEnv');
-  checkEnvList(values.proxy.experimentalEnv, 'proxy.experimentalEnv');
+  decodeApiTypes(values);
   checkValues(values);
   return values;
 }
@@ -337,6 +373,8 @@ export function isCidr(text: string): boolean {
 }
 
 const isPort = (n: number): boolean => Number.isInteger(n) && n >= 1 && n <= 65535;
+const MAX_INT32 = 2147483647;
+const isCount = (n: number): boolean => Number.isInteger(n) && n >= 0 && n <= MAX_INT32;
 
 /**
  * Refuses values that Linkerd's templates would refuse to render, or that would give every injected pod an invalid
@@ -373,6 +411,38 @@ export function checkValues(values: LinkerdValues): void {
   }
   if (!Number.isInteger(values.proxy.uid) || values.proxy.uid < 0) fail(`proxy.uid must be a user ID, got ${values.proxy.uid}`);
   if (!Number.isInteger(values.proxy.gid) || values.proxy.gid < -1) fail(`proxy.gid must be a group ID or -1, got ${values.proxy.gid}`);
+  for (const key of ['runAsUser', 'runAsGroup'] as const) {
+    const id = values.proxyInit[key];
+    if (!Number.isInteger(id) || id < 0 || id > MAX_INT32) fail(`proxyInit.${key} must be an ID (0-${MAX_INT32}), got ${id}`);
+  }
+  // Probe settings are int32 fields of the pod: a fraction or a huge number would not decode.
+  for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
+    for (const [key, n] of Object.entries(values.proxy[probe])) {
+      if (!isCount(n)) fail(`proxy.${probe}.${key} must be a whole number (0-${MAX_INT32}), got ${n}`);
+    }
+  }
+  if (!Number.isSafeInteger(values.proxy.waitBeforeExitSeconds) || values.proxy.waitBeforeExitSeconds < 0) {
+    fail(`proxy.waitBeforeExitSeconds must be a whole number of seconds, got ${values.proxy.waitBeforeExitSeconds}`);
+  }
+  // Quantities the API server could not decode (or would refuse as negative) would break every injected pod.
+  for (const [name, constraint] of Object.entries(values.proxy.resources)) {
+    for (const field of ['request', 'limit'] as const) {
+      const q = constraint?.[field] ?? '';
+      const parsed = q === '' ? undefined : parseQuantity(q);
+      if (q !== '' && (parsed === undefined || parsed.num < 0n)) {
+        fail(`proxy.resources.${name}.${field} must be a non-negative quantity such as "100m" or "64Mi", got ${JSON.stringify(q)}`);
+      }
+    }
+  }
+  for (const [path, policy] of [
+    ['imagePullPolicy', values.imagePullPolicy],
+    ['proxy.image.pullPolicy', values.proxy.image.pullPolicy],
+    ['debugContainer.image.pullPolicy', values.debugContainer.image.pullPolicy],
+  ] as const) {
+    if (policy !== '' && !PULL_POLICIES.includes(policy)) {
+      fail(`${path} must be one of ${PULL_POLICIES.join(', ')}, got ${JSON.stringify(policy)}`);
+    }
+  }
 }
 
 /** Returns a copy of `values` whose trust anchors are exactly `pem` (the trust-roots file replaces the values' own). */

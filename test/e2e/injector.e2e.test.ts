@@ -17,8 +17,8 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderChart } from './support/chart.js';
+import { kubeRequest, startControlPlane, type ControlPlane } from './support/control-plane.js';
 import { createLinkerdNamespace, createNamespace, eventually as eventuallyOr } from './support/kube.js';
-import { startControlPlane, type ControlPlane } from './support/control-plane.js';
 import { linkerdWebhookConfiguration, startInjector, tokenKubeconfig, type RunningInjector } from './support/injector.js';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -266,6 +266,70 @@ describe('with a real kube-apiserver', () => {
     expect(pod.metadata?.labels?.['linkerd.io/proxy-job']).toBe('migrate');
     const svc = await core.createNamespacedService({ namespace: 'emojivoto', body: { metadata: { name: 'db' }, spec: { ports: [{ port: 5432 }] } } });
     expect(svc.metadata?.annotations?.['config.linkerd.io/opaque-ports']).toBe('5432');
+  });
+
+  it('9. proxy.capabilities and additional env reach the stored pods; env the API server cannot decode is left out', async () => {
+    // The API server's own answers to what the injector now refuses to write (no webhook in the way: the namespace
+    // is plain): each of these in a container makes the whole pod undecodable.
+    const undecodable: Array<[Record<string, unknown>, RegExp]> = [
+      [{ env: [{ name: 'A', value: 1 }] }, /cannot unmarshal number into Go struct field EnvVar\.spec\.containers\.env\.value of type string/],
+      [{ env: [{ name: 'A', value: true }] }, /cannot unmarshal bool into Go struct field EnvVar\.spec\.containers\.env\.value of type string/],
+      [{ env: [{ name: 'A', value: { x: 'y' } }] }, /cannot unmarshal object into Go struct field EnvVar\.spec\.containers\.env\.value of type string/],
+      [{ securityContext: { runAsUser: '1000' } }, /cannot unmarshal string into Go struct field SecurityContext\.spec\.containers\.securityContext\.runAsUser of type int64/],
+      [{ securityContext: { capabilities: { drop: 'ALL' } } }, /cannot unmarshal string into Go struct field Capabilities\.spec\.containers\.securityContext\.capabilities\.drop of type \[\]v1\.Capability/],
+      [{ resources: { requests: { cpu: 'lots' } } }, /quantities must match the regular expression/],
+      [{ livenessProbe: { httpGet: { port: 4191 }, initialDelaySeconds: 1.5 } }, /cannot unmarshal number 1\.5 into Go struct field Probe\.spec\.containers\.livenessProbe\.initialDelaySeconds of type int32/],
+    ];
+    for (const [i, [fields, message]] of undecodable.entries()) {
+      const refused = await kubeRequest(cp, 'POST', '/api/v1/namespaces/plain/pods', {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: `undecodable-${i}` },
+        spec: { containers: [{ name: 'app', image: 'nginx:1.27', ...fields }] },
+      });
+      expect(refused.status, JSON.stringify(fields)).toBe(400);
+      expect(refused.body, JSON.stringify(fields)).toMatch(message);
+    }
+
+    const values =
+      'linkerdVersion: edge-26.8.3\ncniEnabled: false\nproxyInit:\n  iptablesMode: legacy\nproxy:\n  nativeSidecar: false\n' +
+      '  capabilities:\n    add: [NET_ADMIN]\n    drop: [ALL]\n' +
+      '  additionalEnv:\n    - name: EMPTY\n      value: ""\n' +
+      '    - name: MEM\n      valueFrom:\n        resourceFieldRef: {containerName: app, resource: limits.memory, divisor: 1}\n';
+    await core.replaceNamespacedConfigMap({ name: 'linkerd-config', namespace: 'linkerd', body: { metadata: { name: 'linkerd-config' }, data: { values } } });
+    try {
+      await eventually('the capabilities to apply', async () => {
+        const probe = await core.createNamespacedPod({ namespace: 'emojivoto', body: podSpec('caps-probe'), dryRun: 'All' });
+        return probe.spec?.containers[0]?.securityContext?.capabilities ? true : undefined;
+      });
+      const classic = await createPod('emojivoto', podSpec('caps-classic', { 'config.linkerd.io/proxy-additional-env': '[{"name":"A","value":1}]' }));
+      const proxy = classic.spec?.containers[0];
+      expect(proxy?.name).toBe('linkerd-proxy');
+      expect(proxy?.securityContext?.capabilities).toEqual({ add: ['NET_ADMIN'], drop: ['ALL'] });
+      expect(classic.spec?.initContainers?.[0]?.securityContext?.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW', 'NET_ADMIN'], drop: ['ALL'] });
+      const env = proxy?.env ?? [];
+      expect(env.map((e) => e.name)).not.toContain('A');
+      expect(env.find((e) => e.name === 'EMPTY')).toEqual({ name: 'EMPTY' });
+      expect(env.find((e) => e.name === 'MEM')?.valueFrom?.resourceFieldRef).toMatchObject({ containerName: 'app', resource: 'limits.memory' });
+
+      const nativeEnv = '[{"NAME":"B","value":"x"},{"name":"C","value":null,"valueFrom":{"fieldRef":{"fieldPath":"metadata.name"}}}]';
+      const native = await createPod(
+        'emojivoto',
+        podSpec('caps-native', { 'config.linkerd.io/proxy-enable-native-sidecar': 'true', 'config.linkerd.io/proxy-additional-env': nativeEnv }),
+      );
+      const [init, nativeProxy] = native.spec?.initContainers ?? [];
+      expect(nativeProxy?.name).toBe('linkerd-proxy');
+      expect(nativeProxy?.securityContext?.capabilities).toEqual({ add: ['NET_ADMIN'], drop: ['ALL'] });
+      expect(init?.securityContext?.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW', 'NET_ADMIN'], drop: ['ALL'] });
+      expect(nativeProxy?.env?.find((e) => e.name === 'B')).toEqual({ name: 'B', value: 'x' });
+      expect(nativeProxy?.env?.find((e) => e.name === 'C')?.valueFrom?.fieldRef?.fieldPath).toBe('metadata.name');
+    } finally {
+      await core.replaceNamespacedConfigMap({ name: 'linkerd-config', namespace: 'linkerd', body: { metadata: { name: 'linkerd-config' }, data: { values: VALUES(false) } } });
+      await eventually('the configuration to switch back', async () => {
+        const probe = await core.createNamespacedPod({ namespace: 'emojivoto', body: podSpec('caps-probe'), dryRun: 'All' });
+        return probe.spec?.containers[0]?.securityContext?.capabilities ? undefined : true;
+      });
+    }
   });
 
   it('8. every injected pod was accepted and stored by the API server', async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { EngineError, inject, podPatch, trustRootSha256 } from '../../src/engine/index.js';
+import { EngineError, inject, podPatch, trustRootSha256, uninject } from '../../src/engine/index.js';
+import { applyToValue } from '../../src/cli/yaml-patch.js';
 import { applied, names, pod, testConfig, testValues, TRUST_ANCHORS } from '../support/engine.js';
 
 type Obj = Record<string, any>;
@@ -308,6 +309,16 @@ describe('annotations and identity', () => {
     expect(init.securityContext.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW', 'SYS_TIME'], drop: ['ALL'] });
   });
 
+  it('additional env that does not decode as an EnvVar is left out of the pod whole, with a warning', () => {
+    const p = enabledPod({ 'config.linkerd.io/proxy-additional-env': '[{"name":"A","value":"x"},{"name":"B","value":1}]' });
+    const result = injectPod(p);
+    const after = applied(p, result.patch) as Obj;
+    const env = after.spec.containers[0].env as Array<{ name: string }>;
+    expect(env.map((e) => e.name)).not.toContain('A');
+    expect(env.map((e) => e.name)).not.toContain('B');
+    expect(result.warnings).toEqual([expect.stringMatching(/proxy-additional-env.*entry\[1\]\.value must be a string, got 1/)]);
+  });
+
   it('refuses to build a patch without trust anchors, naming what is missing', () => {
     expect(() =>
       inject({ object: enabledPod(), kind: 'Pod', config: testConfig((v) => (v.identityTrustAnchorsPEM = '  \n')) }),
@@ -454,5 +465,107 @@ describe('workload kinds (manual injection)', () => {
       pendingAnnotations: {},
     });
     expect(built.added.containers).toEqual(['linkerd-proxy']);
+  });
+});
+
+describe('capabilities from the Linkerd values (proxy.capabilities, proxyInit.capabilities)', () => {
+  const values = { add: ['NET_ADMIN'], drop: ['ALL'] };
+  const modes = [
+    { mode: 'classic', native: false, cni: false, init: 'linkerd-init' },
+    { mode: 'native sidecar', native: true, cni: false, init: 'linkerd-init' },
+    { mode: 'classic with CNI', native: false, cni: true, init: 'linkerd-network-validator' },
+    { mode: 'native sidecar with CNI', native: true, cni: true, init: 'linkerd-network-validator' },
+  ];
+  const containersOf = (after: Obj, native: boolean) => {
+    const proxy = native ? after.spec.initContainers[1] : after.spec.containers[0];
+    expect(proxy.name).toBe('linkerd-proxy');
+    return { proxy, init: after.spec.initContainers[0] };
+  };
+
+  it.each(modes)('$mode: the proxy gets them and linkerd-init its own plus the adds and the drops', ({ native, cni, init: initName }) => {
+    const p = enabledPod();
+    const result = injectPod(p, (v) => {
+      v.proxy.capabilities = structuredClone(values);
+      v.proxy.nativeSidecar = native;
+      v.cniEnabled = cni;
+    });
+    const { proxy, init } = containersOf(applied(p, result.patch) as Obj, native);
+    expect(init.name).toBe(initName);
+    expect(proxy.securityContext.capabilities).toEqual({ add: ['NET_ADMIN'], drop: ['ALL'] });
+    if (cni) {
+      // Linkerd's network validator has its own securityContext and never takes the proxy's capabilities.
+      expect(init.securityContext.capabilities).toEqual({ drop: ['ALL'] });
+    } else {
+      expect(init.securityContext.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW', 'NET_ADMIN'], drop: ['ALL'] });
+    }
+  });
+
+  it.each(modes)('$mode: the first app container’s capabilities replace them', ({ native, cni }) => {
+    const spec = { containers: [{ name: 'app', image: 'a', securityContext: { capabilities: { add: ['SYS_TIME'], drop: ['NET_RAW'] } } }] };
+    const p = enabledPod({}, spec);
+    const result = injectPod(p, (v) => {
+      v.proxy.capabilities = structuredClone(values);
+      v.proxy.nativeSidecar = native;
+      v.cniEnabled = cni;
+    });
+    const { proxy, init } = containersOf(applied(p, result.patch) as Obj, native);
+    expect(proxy.securityContext.capabilities).toEqual({ add: ['SYS_TIME'], drop: ['NET_RAW'] });
+    if (!cni) expect(init.securityContext.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW', 'SYS_TIME'] });
+  });
+
+  it('an app container with empty capabilities replaces them with none', () => {
+    const spec = { containers: [{ name: 'app', image: 'a', securityContext: { capabilities: {} } }] };
+    const p = enabledPod({}, spec);
+    const after = applied(p, injectPod(p, (v) => (v.proxy.capabilities = structuredClone(values))).patch) as Obj;
+    expect(after.spec.containers[0].securityContext.capabilities).toBeUndefined();
+    expect(after.spec.initContainers[0].securityContext.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW'] });
+  });
+
+  it('an empty networkValidator.securityContext in the values means Linkerd’s default one', () => {
+    const p = enabledPod();
+    const after = applied(p, injectPod(p, (v) => ((v.cniEnabled = true), (v.networkValidator.securityContext = {}))).patch) as Obj;
+    expect(after.spec.initContainers[0].securityContext).toEqual(testValues().networkValidator.securityContext);
+    expect(after.spec.initContainers[0].securityContext.runAsNonRoot).toBe(true);
+  });
+
+  it('proxyInit.capabilities apply to linkerd-init as given when the proxy has none', () => {
+    const p = enabledPod();
+    const after = applied(p, injectPod(p, (v) => (v.proxyInit.capabilities = { add: ['SYS_TIME'], drop: ['NET_RAW'] })).patch) as Obj;
+    expect(after.spec.initContainers[0].securityContext.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW', 'SYS_TIME'], drop: ['NET_RAW'] });
+    expect(after.spec.containers[0].securityContext.capabilities).toBeUndefined();
+  });
+
+  it('proxyInit.capabilities give way to the proxy’s', () => {
+    const p = enabledPod();
+    const result = injectPod(p, (v) => {
+      v.proxy.capabilities = { drop: ['ALL', 'NET_ADMIN'] };
+      v.proxyInit.capabilities = { add: ['SYS_TIME'] };
+    });
+    const after = applied(p, result.patch) as Obj;
+    expect(after.spec.initContainers[0].securityContext.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW'], drop: ['ALL'] });
+    expect(after.spec.containers[0].securityContext.capabilities).toEqual({ drop: ['ALL', 'NET_ADMIN'] });
+  });
+
+  it('a proxy.securityContext from the values wins over them, as in Linkerd', () => {
+    const p = enabledPod();
+    const result = injectPod(p, (v) => {
+      v.proxy.capabilities = structuredClone(values);
+      v.proxy.securityContext = { runAsUser: 1234 };
+    });
+    const after = applied(p, result.patch) as Obj;
+    expect(after.spec.containers[0].securityContext).toEqual({ runAsUser: 1234 });
+    expect(after.spec.initContainers[0].securityContext.capabilities).toEqual({ add: ['NET_ADMIN', 'NET_RAW', 'NET_ADMIN'], drop: ['ALL'] });
+  });
+
+  it.each(modes)('$mode: uninject gives the pod back', ({ native, cni }) => {
+    const p = enabledPod();
+    const result = injectPod(p, (v) => {
+      v.proxy.capabilities = structuredClone(values);
+      v.proxy.nativeSidecar = native;
+      v.cniEnabled = cni;
+    });
+    const after = applied(p, result.patch) as Obj;
+    const back = applyToValue(structuredClone(after), uninject(after).patch) as Obj;
+    expect(back.spec).toEqual(p['spec']);
   });
 });

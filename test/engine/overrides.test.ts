@@ -468,6 +468,18 @@ describe('applyOverrides: strings and enumerations', () => {
     expect(out.warnings).toEqual([]);
   });
 
+  // Kubernetes refuses any other pull policy, so such a value would fail pod creation.
+  it.each([
+    [`${C}image-pull-policy`, (v: LinkerdValues) => v.proxy.image.pullPolicy],
+    [`${C}debug-image-pull-policy`, (v: LinkerdValues) => v.debugContainer.image.pullPolicy],
+  ])('%s that Kubernetes does not know is ignored with a warning', (key, get) => {
+    for (const value of ['always', 'Sometimes', ' Always']) {
+      const out = run({ [key]: value });
+      expect(get(out.values)).toBe('');
+      expectOneWarningAbout(out, key);
+    }
+  });
+
   const headers: Array<{ value: string; expected: string; warn: boolean }> = [
     { value: 'insecure', expected: 'insecure', warn: false },
     { value: 'off', expected: 'off', warn: false },
@@ -694,7 +706,27 @@ describe('additional env', () => {
   const parseOk: Array<{ text: string; expected: EnvVar[] }> = [
     { text: '[]', expected: [] },
     { text: '[{"name":"A","value":"1"}]', expected: [e('A', '1')] },
-    { text: ' [ {"name": "A", "value": "1"}, {"name": "B", "value": ""} ] ', expected: [e('A', '1'), e('B', '')] },
+    // Go writes an empty value back as no value at all, so Linkerd's pods carry none.
+    { text: ' [ {"name": "A", "value": "1"}, {"name": "B", "value": ""} ] ', expected: [e('A', '1'), { name: 'B' }] },
+    // Linkerd treats an empty annotation and a JSON null as no entries.
+    { text: '', expected: [] },
+    { text: 'null', expected: [] },
+    // A null value decodes as no value; unknown keys are dropped and keys match fields ignoring case, as in Go.
+    { text: '[{"name":"A","value":null}]', expected: [{ name: 'A' }] },
+    { text: '[{"name":"A","value":"1","extra":{"x":1}}]', expected: [e('A', '1')] },
+    { text: '[{"NAME":"A","Value":"1"}]', expected: [e('A', '1')] },
+    {
+      text: '[{"name":"R","valueFrom":{"resourceFieldRef":{"resource":"limits.cpu","divisor":1}}}]',
+      expected: [{ name: 'R', valueFrom: { resourceFieldRef: { resource: 'limits.cpu', divisor: 1 } } }],
+    },
+    {
+      text: '[{"name":"S","valueFrom":{"secretKeyRef":{"name":"s","key":"k","optional":true}}}]',
+      expected: [{ name: 'S', valueFrom: { secretKeyRef: { name: 's', key: 'k', optional: true } } }],
+    },
+    {
+      text: '[{"name":"F","valueFrom":{"fileKeyRef":{"volumeName":"v","path":"p.env","key":"K"}}}]',
+      expected: [{ name: 'F', valueFrom: { fileKeyRef: { volumeName: 'v', path: 'p.env', key: 'K' } } }],
+    },
     {
       text: '[{"name":"POD","valueFrom":{"fieldRef":{"fieldPath":"metadata.name"}}}]',
       expected: [{ name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
@@ -705,12 +737,51 @@ describe('additional env', () => {
     expect(parseAdditionalEnv(text)).toEqual(expected);
   });
 
-  it.each(['', 'not json', '[{"name":"A"', '{"name":"A","value":"1"}', '"A=1"', '42'])(
+  it.each(['not json', '[{"name":"A"', '{"name":"A","value":"1"}', '"A=1"', '42'])(
     'parseAdditionalEnv rejects %j with a message',
     (text) => {
       expect(typeof parseAdditionalEnv(text)).toBe('string');
     },
   );
+
+  // Values the API server cannot decode as an EnvVar, or would refuse: the whole annotation is ignored.
+  const undecodable: Array<[string, string, RegExp]> = [
+    ['a number value', '[{"name":"OK","value":"1"},{"name":"A","value":1}]', /entry\[1\]\.value must be a string, got 1/],
+    ['a boolean value', '[{"name":"A","value":true}]', /entry\[0\]\.value must be a string, got true/],
+    ['an object value', '[{"name":"A","value":{"x":"y"}}]', /entry\[0\]\.value must be a string, got an object/],
+    ['a list value', '[{"name":"A","value":["x"]}]', /entry\[0\]\.value must be a string, got a list/],
+    ['a number name', '[{"name":1,"value":"x"}]', /entry\[0\]\.name must be a string, got 1/],
+    ['a null name', '[{"name":null,"value":"x"}]', /entry\[0\]\.name must be a non-empty string/],
+    ['a null entry', '[null]', /entry\[0\] must be an env var, got null/],
+    ['a string entry', '["A=1"]', /entry\[0\] must be an object/],
+    ['a string valueFrom', '[{"name":"A","valueFrom":"x"}]', /entry\[0\]\.valueFrom must be an object/],
+    ['an empty valueFrom', '[{"name":"A","valueFrom":{}}]', /valueFrom must name exactly one of/],
+    [
+      'two sources',
+      '[{"name":"A","valueFrom":{"fieldRef":{"fieldPath":"metadata.name"},"secretKeyRef":{"name":"s","key":"k"}}}]',
+      /valueFrom must name exactly one of/,
+    ],
+    ['value and valueFrom', '[{"name":"A","value":"x","valueFrom":{"fieldRef":{"fieldPath":"metadata.name"}}}]', /both value and valueFrom/],
+    ['a number fieldPath', '[{"name":"A","valueFrom":{"fieldRef":{"fieldPath":1}}}]', /fieldRef\.fieldPath must be a string, got 1/],
+    ['no fieldPath', '[{"name":"A","valueFrom":{"fieldRef":{}}}]', /fieldRef\.fieldPath must be a non-empty string/],
+    ['a string optional', '[{"name":"A","valueFrom":{"configMapKeyRef":{"name":"c","key":"k","optional":"yes"}}}]', /optional must be a boolean/],
+    ['no key', '[{"name":"A","valueFrom":{"secretKeyRef":{"name":"s"}}}]', /secretKeyRef\.key must be a non-empty string/],
+    ['a bad divisor', '[{"name":"A","valueFrom":{"resourceFieldRef":{"resource":"limits.cpu","divisor":"lots"}}}]', /divisor must be a quantity/],
+    ['an incomplete fileKeyRef', '[{"name":"A","valueFrom":{"fileKeyRef":{"volumeName":"v","key":"K"}}}]', /fileKeyRef\.path must be a non-empty string/],
+  ];
+
+  it.each(undecodable)('parseAdditionalEnv refuses %s, saying which entry and why', (_what, text, reason) => {
+    expect(parseAdditionalEnv(text)).toMatch(reason);
+  });
+
+  it.each(undecodable)('applyOverrides ignores the whole annotation with %s and warns', (_what, text, reason) => {
+    const values = withValues((v) => (v.proxy.additionalEnv = [e('HELM', 'h')]));
+    const out = run({ [KEY]: text }, { values });
+    expect(out.values.proxy.additionalEnv).toEqual([e('HELM', 'h')]);
+    expect(out.warnings).toHaveLength(1);
+    expect(out.warnings[0]).toContain(KEY);
+    expect(out.warnings[0]).toMatch(reason);
+  });
 
   const helm = [e('HELM', 'h'), e('SHARED', 'helm')];
   const nsJson = JSON.stringify([e('SHARED', 'ns'), e('NS', 'n')]);

@@ -63,13 +63,32 @@ describe('loadValues', () => {
     ['a map where a scalar belongs', 'cniEnabled:\n  a: 1\n', /cniEnabled must be a boolean, got a map/],
     ['a string where a number belongs', 'proxy:\n  ports:\n    admin: "4191"\n', /proxy\.ports\.admin must be a number, got "4191"/],
     ['a scalar where a map belongs', 'proxy: 3\n', /^Linkerd values: proxy must be a map, got 3$/],
-    ['a list of env without names', 'proxy:\n  additionalEnv:\n    - value: x\n', /proxy\.additionalEnv\[0\] must be an env var/],
+    ['a list of env without names', 'proxy:\n  additionalEnv:\n    - value: x\n', /proxy\.additionalEnv\[0\]\.name must be a non-empty string/],
     ['an unknown iptables mode', 'proxyInit:\n  iptablesMode: ebpf\n', /proxyInit\.iptablesMode must be "nft" or "legacy"/],
     ['an unknown header-logging mode', 'proxy:\n  logHTTPHeaders: all\n', /proxy\.logHTTPHeaders/],
     ['close-wait without root', 'proxyInit:\n  closeWaitTimeoutSecs: 10\n', /needs proxyInit\.runAsRoot/],
     ['tracing without a collector', 'proxy:\n  tracing:\n    enabled: true\n', /collector\.endpoint is required/],
     ['a bad cluster network', 'clusterNetworks: "10.0.0.0/8,banana"\n', /"banana" is not a CIDR/],
     ['a port out of range', 'proxy:\n  ports:\n    inbound: 70000\n', /proxy\.ports\.inbound must be a port number/],
+    // What the API server could not decode in a pod is refused here rather than breaking every injected pod.
+    ['a list as an env value', 'proxy:\n  experimentalEnv:\n    - name: A\n      value: [x]\n', /proxy\.experimentalEnv\[0\]\.value must be a string, got a list/],
+    ['an object env value', 'proxy:\n  additionalEnv:\n    - name: A\n      value: {x: y}\n', /proxy\.additionalEnv\[0\]\.value must be a string, got an object/],
+    ['an env list that is a map', 'proxy:\n  additionalEnv: {A: x}\n', /proxy\.additionalEnv must be a list/],
+    ['an empty valueFrom', 'proxy:\n  additionalEnv:\n    - name: A\n      valueFrom: {}\n', /proxy\.additionalEnv\[0\]\.valueFrom must name exactly one/],
+    ['capabilities that are not lists', 'proxy:\n  capabilities:\n    add: NET_ADMIN\n', /proxy\.capabilities\.add must be a list of strings/],
+    ['a capability that is not a string', 'proxyInit:\n  capabilities:\n    drop: [{a: 1}]\n', /proxyInit\.capabilities\.drop\[0\] must be a string, got an object/],
+    ['capabilities that are a list', 'proxy:\n  capabilities: [NET_ADMIN]\n', /proxy\.capabilities must be a map/],
+    ['a string user in a securityContext', 'proxy:\n  securityContext:\n    runAsUser: "1000"\n', /proxy\.securityContext\.runAsUser must be an integer \(int64\), got "1000"/],
+    ['a string flag in the validator securityContext', 'networkValidator:\n  securityContext:\n    runAsNonRoot: "yes"\n', /networkValidator\.securityContext\.runAsNonRoot must be a boolean/],
+    ['a securityContext capability list that is a string', 'proxy:\n  securityContext:\n    capabilities: {drop: ALL}\n', /proxy\.securityContext\.capabilities\.drop must be a list of strings/],
+    ['a quantity that does not parse', 'proxy:\n  resources:\n    cpu:\n      request: lots\n', /proxy\.resources\.cpu\.request must be a non-negative quantity/],
+    ['a negative quantity', 'proxy:\n  resources:\n    memory:\n      limit: -1Mi\n', /proxy\.resources\.memory\.limit must be a non-negative quantity/],
+    ['a fractional probe delay', 'proxy:\n  livenessProbe:\n    initialDelaySeconds: 1.5\n', /proxy\.livenessProbe\.initialDelaySeconds must be a whole number/],
+    ['a negative probe timeout', 'proxy:\n  readinessProbe:\n    timeoutSeconds: -1\n', /proxy\.readinessProbe\.timeoutSeconds must be a whole number/],
+    ['a fractional init user', 'proxyInit:\n  runAsUser: 1.5\n', /proxyInit\.runAsUser must be an ID/],
+    ['a fractional wait before exit', 'proxy:\n  waitBeforeExitSeconds: 0.5\n', /proxy\.waitBeforeExitSeconds must be a whole number/],
+    ['an unknown pull policy', 'imagePullPolicy: Sometimes\n', /imagePullPolicy must be one of Always, IfNotPresent, Never/],
+    ['an unknown proxy pull policy', 'proxy:\n  image:\n    pullPolicy: always\n', /proxy\.image\.pullPolicy must be one of/],
   ])('refuses %s with an error naming the key', (_what, yaml, message) => {
     expect(() => loadValues(yaml)).toThrowError(message);
     try {
@@ -77,6 +96,26 @@ describe('loadValues', () => {
     } catch (err) {
       expect((err as { code?: string }).code).toBe('INVALID_VALUES');
     }
+  });
+
+  it('reads proxy.capabilities and proxyInit.capabilities as Linkerd’s Go type does', () => {
+    const v = loadValues('proxy:\n  capabilities:\n    ADD: [NET_ADMIN]\n    drop: [ALL]\n    other: 1\nproxyInit:\n  capabilities:\n    drop: null\n');
+    expect(v.proxy.capabilities).toEqual({ add: ['NET_ADMIN'], drop: ['ALL'] });
+    expect(v.proxyInit.capabilities).toEqual({});
+    expect(defaultValues().proxy.capabilities).toBeNull();
+  });
+
+  it('reads numbers and booleans in additional env as strings, as Linkerd reads its values file', () => {
+    const v = loadValues('proxy:\n  additionalEnv:\n    - name: A\n      value: 1\n  experimentalEnv:\n    - name: B\n      value: true\n');
+    expect(v.proxy.additionalEnv).toEqual([{ name: 'A', value: '1' }]);
+    expect(v.proxy.experimentalEnv).toEqual([{ name: 'B', value: 'true' }]);
+  });
+
+  it('writes additional env back as Go does: no empty value, no unknown keys', () => {
+    const v = loadValues(
+      'proxy:\n  additionalEnv:\n    - name: A\n      value: ""\n      note: x\n    - name: B\n      valueFrom:\n        fieldRef: {fieldPath: metadata.name, apiVersion: ""}\n',
+    );
+    expect(v.proxy.additionalEnv).toEqual([{ name: 'A' }, { name: 'B', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }]);
   });
 
   it('accepts a complete, valid tracing block', () => {

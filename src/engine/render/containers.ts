@@ -20,7 +20,7 @@ import {
   type JsonObject,
   type VolumeMount,
 } from '../k8s.js';
-import type { LinkerdValues } from '../values.js';
+import { defaultValues, type LinkerdValues } from '../values.js';
 
 /** What the template needs to know of the app's first container. */
 export interface AppContext {
@@ -40,6 +40,27 @@ export function appContext(first: Container | undefined): AppContext {
     ctx.serviceAccountMount = { mountPath: SERVICE_ACCOUNT_MOUNT_PATH, name: String(mount.name ?? ''), readOnly: mount.readOnly === true };
   }
   return ctx;
+}
+
+/**
+ * The proxy's capabilities: the first app container's when it declares any (even none), else `proxy.capabilities`
+ * from the values, as Linkerd chooses them.
+ */
+function proxyCapabilities(values: LinkerdValues, app: AppContext): Capabilities | undefined {
+  if (app.capabilities) return app.capabilities;
+  const own = values.proxy.capabilities;
+  return own ? { add: own.add ?? [], drop: own.drop ?? [] } : undefined;
+}
+
+/**
+ * linkerd-init's capabilities beyond its own NET_ADMIN and NET_RAW: the proxy's adds and its drops except those two,
+ * which iptables needs; without proxy capabilities, `proxyInit.capabilities` from the values as given.
+ */
+function initCapabilities(values: LinkerdValues, app: AppContext): Capabilities {
+  const proxy = proxyCapabilities(values, app);
+  if (proxy) return { add: proxy.add ?? [], drop: (proxy.drop ?? []).filter((c) => c !== 'NET_ADMIN' && c !== 'NET_RAW') };
+  const own = values.proxyInit.capabilities;
+  return { add: own?.add ?? [], drop: own?.drop ?? [] };
 }
 
 export function proxyImage(values: LinkerdValues): string {
@@ -100,9 +121,9 @@ export function initContainer(values: LinkerdValues, app: AppContext): JsonObjec
   if (init.skipSubnets) args.push('--subnets-to-ignore', init.skipSubnets);
 
   const privileged = init.closeWaitTimeoutSecs > 0 || init.privileged;
-  const capabilities: JsonObject = { add: ['NET_ADMIN', 'NET_RAW', ...(app.capabilities?.add ?? [])] };
-  const drop = (app.capabilities?.drop ?? []).filter((c) => c !== 'NET_ADMIN' && c !== 'NET_RAW');
-  if (drop.length > 0) capabilities['drop'] = drop;
+  const extra = initCapabilities(values, app);
+  const capabilities: JsonObject = { add: ['NET_ADMIN', 'NET_RAW', ...(extra.add ?? [])] };
+  if (nonEmpty(extra.drop)) capabilities['drop'] = [...extra.drop];
   const identity: JsonObject = init.runAsRoot
     ? { runAsGroup: 0, runAsNonRoot: false, runAsUser: 0 }
     : { runAsNonRoot: true, runAsUser: init.runAsUser || 65534, runAsGroup: init.runAsGroup || 65534 };
@@ -139,7 +160,10 @@ export function validatorContainer(values: LinkerdValues): JsonObject {
     resources: proxyResources(values),
     command: ['/usr/lib/linkerd/linkerd2-network-validator'],
     args: ['--log-format', v.logFormat, '--log-level', v.logLevel, '--connect-addr', connect, '--listen-addr', listen, '--timeout', v.timeout],
-    securityContext: copyPlain(v.securityContext) as JsonObject,
+    // An empty securityContext in the values means Linkerd's default one, as its template reads it.
+    securityContext: copyPlain(
+      Object.keys(v.securityContext ?? {}).length > 0 ? v.securityContext : defaultValues().networkValidator.securityContext,
+    ) as JsonObject,
   };
 }
 
@@ -224,7 +248,7 @@ function proxySecurityContext(values: LinkerdValues, app: AppContext): JsonObjec
   const own = values.proxy.securityContext;
   if (own && Object.keys(own).length > 0) return copyPlain(own) as JsonObject;
   const ctx: JsonObject = { allowPrivilegeEscalation: false };
-  const caps = app.capabilities;
+  const caps = proxyCapabilities(values, app);
   if (caps && (nonEmpty(caps.add) || nonEmpty(caps.drop))) {
     const copied: JsonObject = {};
     if (nonEmpty(caps.add)) copied['add'] = [...caps.add];
