@@ -103,14 +103,14 @@ export function expandInputs(args: readonly string[], cwd: string): string[] {
 const lexical = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** What one argument named: a file, stdin or a directory, and the manifest files found in it. */
-export interface InputGroup {
+interface InputGroup {
   arg: string;
   directory: boolean;
   files: string[];
 }
 
 /** The arguments grouped by what each named, so that an argument that held nothing can be reported as such. */
-export function expandInputGroups(args: readonly string[], cwd: string): InputGroup[] {
+function expandInputGroups(args: readonly string[], cwd: string): InputGroup[] {
   return args.map((arg) => {
     const real = isAbsolute(arg) ? arg : resolve(cwd, arg);
     const directory = arg !== '-' && statSync(real, { throwIfNoEntry: false })?.isDirectory() === true;
@@ -125,14 +125,6 @@ async function readText(file: string, io: ReadIo, stdin: { text?: string }): Pro
   } catch (err) {
     throw new InputError(`${file}: ${(err as NodeJS.ErrnoException).code === 'EISDIR' ? 'is a directory' : (err as Error).message}`);
   }
-}
-
-/** Reads and parses every input. A syntax error is reported as `FILE:LINE: message` and nothing is returned. */
-export async function readManifests(args: readonly string[], io: ReadIo): Promise<Manifest[]> {
-  const manifests: Manifest[] = [];
-  const stdin: { text?: string } = {};
-  for (const file of expandInputs(args, io.cwd)) manifests.push(...parseManifests(await readText(file, io, stdin), file));
-  return manifests;
 }
 
 /** Parses one YAML or JSON stream; documents that hold nothing (`---` alone, comments only) are dropped. */
@@ -178,6 +170,8 @@ export function* manifestsOf(text: string, source: string, warnings: string[]): 
       const message = (problem.message.split('\n')[0] ?? '').replace(LINE_OF_POSITION, '');
       throw new InputError(`${source}:${line}: invalid YAML: ${message || 'unknown error'}`);
     }
+    // Only duplicate keys are left, reported above; the library will not print a document that still lists errors.
+    doc.errors.length = 0;
     let value: unknown;
     try {
       value = doc.toJS();
