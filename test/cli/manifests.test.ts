@@ -27,7 +27,7 @@ spec:
 `;
 
 /** Kinds inject leaves alone, written the way people write them: templates, flow maps, odd spacing, an end marker. */
-const UNTOUCHED = [
+const UNTOUCHED: [string, string, string] = [
   'apiVersion: v1\nkind: Secret\nmetadata:\n  name: templated\nstringData:\n  config: {{config_data}}\n',
   '# a comment before the marker\n---\n\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: spaced,  labels: {a: "1"} }\ndata:\n    key:   value   # aligned\n\n\n',
   "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: 'quoted'\nspec:\n  ports: [ {port: 80} ]\n...\n",
