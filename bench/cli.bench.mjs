@@ -4,7 +4,7 @@
  * shapes: a typical Deployment with one container, and one with two containers of 40 environment variables each.
  *
  *   npm run bench:cli
- *   BENCH_SIZES=500,5000 BENCH_SHAPES=wide npm run bench:cli
+ *   BENCH_SIZES=500,5000 BENCH_SHAPES=wide BENCH_MODES=manual npm run bench:cli
  *   BENCH_CLI=/other/build/dist/cli/main.js node bench/cli.bench.mjs   # another build, same inputs
  *
  * Peak RSS and CPU seconds are the command's own getrusage figures, written by a preloaded module when it exits; on
@@ -20,6 +20,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const cli = resolve(process.env['BENCH_CLI'] ?? join(root, 'dist', 'cli', 'main.js'));
 const sizes = (process.env['BENCH_SIZES'] ?? '500,1000,2500,5000').split(',').map(Number);
 const shapes = (process.env['BENCH_SHAPES'] ?? 'plain,wide').split(',');
+const modes = (process.env['BENCH_MODES'] ?? 'manual,annotate').split(',');
 const anchors = join(root, 'examples', 'trust-anchors.pem');
 
 /** A Deployment as teams write them: labels, a probe, resources with flow maps, a config volume, a comment. */
@@ -81,10 +82,10 @@ const SHAPES = {
   plain: { wide: false, text: 'one container' },
   wide: { wide: true, text: 'two containers, 40 env vars each' },
 };
-const MODES = [
-  { name: 'inject --manual', args: ['--manual', '--trust-anchors', anchors] },
-  { name: 'inject', args: [] },
-];
+const MODES = {
+  manual: { name: 'inject --manual', args: ['--manual', '--trust-anchors', anchors] },
+  annotate: { name: 'inject', args: [] },
+};
 
 console.log(`inject benchmark: node ${process.version}, ${cli}`);
 console.log('| Deployments | shape | command | input MiB | output MiB | seconds | CPU seconds | ms/document | peak RSS MiB |');
@@ -93,7 +94,8 @@ try {
   for (const shape of shapes) {
     const s = SHAPES[shape];
     if (!s) throw new Error(`unknown shape ${shape}: plain or wide`);
-    for (const mode of MODES) {
+    for (const mode of modes.map((m) => MODES[m])) {
+      if (!mode) throw new Error(`unknown mode in ${modes}: manual or annotate`);
       for (const count of sizes) {
         const input = join(dir, `${shape}-${count}.yaml`);
         writeFileSync(input, manifest(count, s.wide));
