@@ -44,9 +44,9 @@ import {
   type CliIo,
   type CliResult,
 } from './command-io.js';
-import { InputError, render, transformManifests, type ObjectChange, type OutputFormat } from './manifests.js';
+import { InputError, transformInputs, type ObjectChange, type OutputFormat } from './manifests.js';
 import { packageRoot } from './package-info.js';
-import { readInputs } from './remote-inputs.js';
+import { fetchText, isUrl } from './remote-inputs.js';
 import { CHECKS, FAIL, OK, WARN, renderReport, type Check, type ObjectReport } from './report.js';
 import { applyToValue, type PatchOp } from './yaml-patch.js';
 
@@ -292,25 +292,24 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
     throw err;
   }
 
-  let manifests;
-  try {
-    manifests = await readInputs(inputs, { cwd, readStdin: stdinReader(io) }, io.url);
-  } catch (err) {
-    if (err instanceof InputError) return failure('inject', err.message);
-    throw err;
-  }
   const settings: Settings = {
     manual,
     flags,
     config: { values: configured.values, controlPlaneNamespace: (opts['linkerd-namespace'] as string | undefined) || 'linkerd' },
     xtablesVolume: configured.values.proxyInit.xtMountPath.name,
   };
-  const outcome = transformManifests(manifests, (object) => injectObject(object, settings));
+  let outcome;
+  try {
+    outcome = await transformInputs(inputs, { cwd, readStdin: stdinReader(io), remote: { matches: isUrl, read: (url) => fetchText(url, io.url) } }, format, (object) => injectObject(object, settings));
+  } catch (err) {
+    if (err instanceof InputError) return failure('inject', err.message);
+    throw err;
+  }
   const injected = outcome.reports.some((r) => r.status === 'injected');
   const warnings = [
     ...flags.notes.map((text): Check => ({ mark: WARN, text })),
     ...(injected ? configured.warnings : []),
-    ...outcome.rewritten.map((d): Check => ({ mark: WARN, text: `${d}: its layout could not be kept; it was rewritten from its data` })),
+    ...outcome.warnings.map((text): Check => ({ mark: WARN, text })),
   ];
   let stderr = renderReport(warnings, outcome.reports, opts['verbose'] === true);
   if (outcome.failed) {
@@ -318,7 +317,7 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
     stderr += `\n${count} object${count === 1 ? '' : 's'} could not be injected; nothing was written to stdout\n`;
     return { stdout: '', stderr, code: 1 };
   }
-  return { stdout: render(manifests, format), stderr, code: 0 };
+  return { stdout: outcome.output, stderr, code: 0 };
 }
 
 /** `proxy-injector inject` on the process's stdin, stdout and stderr. */

@@ -5,13 +5,16 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import {
+  Composer,
   Document,
+  LineCounter,
+  Parser,
+  type Pair,
   isCollection,
   isMap,
   isNode,
   isScalar,
   isSeq,
-  parseAllDocuments,
   visit,
   type DocumentOptions,
   type ParseOptions,
@@ -30,6 +33,9 @@ const MANIFEST_EXTENSIONS = ['.yaml', '.yml', '.json'];
 export const YAML_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
   version: '1.1',
   customTags: (tags) => tags.filter((t) => typeof t === 'string' || t.tag !== 'tag:yaml.org,2002:timestamp'),
+  // The data is what kubectl would read: a key given twice is reported by the CLI itself (the last value counts),
+  // and the library's own console warnings (a collection used as a key) would only confuse.
+  logLevel: 'error',
 };
 
 export class InputError extends Error {
@@ -42,16 +48,28 @@ export interface Manifest {
   source: string;
   /** 1-based position of the document in its source. */
   index: number;
+  /** 1-based line where the document starts. */
+  line: number;
+  /** The line of an offset in the source. */
+  lineOf: (offset: number) => number;
   doc: Document;
+  /** The document's data as read. */
+  value: unknown;
+  /** The document's own text in the source, written back as it is when nothing in it changes. */
+  text: string;
+  /** The source had a key twice in one map (the last value counts). */
+  duplicates: boolean;
   /** The source was JSON: its documents are re-rendered rather than edited in place. */
   json: boolean;
-  /** The layout the source uses, for the nodes the injector adds. */
-  style: ToStringOptions;
+  /** The layout the source uses, for the nodes the injector adds (read once, from the document as parsed). */
+  style: () => ToStringOptions;
 }
 
 export interface ReadIo {
   cwd: string;
   readStdin: () => Promise<string>;
+  /** Inputs that are not files (URLs): which arguments they are, and how to read one. */
+  remote?: { matches: (arg: string) => boolean; read: (arg: string) => Promise<string> };
 }
 
 /** The files named by the arguments: directories walked depth-first, entries in lexical order (as Go's filepath.Walk). */
@@ -86,54 +104,98 @@ export function expandInputs(args: readonly string[], cwd: string): string[] {
 
 const lexical = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Reads and parses every input. A syntax error is reported as `FILE:LINE: message` and nothing is returned. */
-export async function readManifests(args: readonly string[], io: ReadIo): Promise<Manifest[]> {
-  const manifests: Manifest[] = [];
-  let stdin: string | undefined;
-  for (const file of expandInputs(args, io.cwd)) {
-    let text: string;
-    if (file === '-') {
-      stdin ??= await io.readStdin();
-      text = stdin;
-    } else {
-      try {
-        text = readFileSync(isAbsolute(file) ? file : resolve(io.cwd, file), 'utf8');
-      } catch (err) {
-        throw new InputError(`${file}: ${(err as NodeJS.ErrnoException).code === 'EISDIR' ? 'is a directory' : (err as Error).message}`);
-      }
-    }
-    manifests.push(...parseManifests(text, file));
+/** What one argument named: a file, stdin or a directory, and the manifest files found in it. */
+interface InputGroup {
+  arg: string;
+  directory: boolean;
+  files: string[];
+}
+
+/** The arguments grouped by what each named, so that an argument that held nothing can be reported as such. */
+function expandInputGroups(args: readonly string[], io: ReadIo): InputGroup[] {
+  const cwd = io.cwd;
+  return args.map((arg) => {
+    if (io.remote?.matches(arg)) return { arg, directory: false, files: [arg] };
+    const real = isAbsolute(arg) ? arg : resolve(cwd, arg);
+    const directory = arg !== '-' && statSync(real, { throwIfNoEntry: false })?.isDirectory() === true;
+    return { arg, directory, files: expandInputs([arg], cwd) };
+  });
+}
+
+async function readText(file: string, io: ReadIo, stdin: { text?: string }): Promise<string> {
+  if (file === '-') return (stdin.text ??= await io.readStdin());
+  if (io.remote?.matches(file)) return io.remote.read(file);
+  try {
+    return readFileSync(isAbsolute(file) ? file : resolve(io.cwd, file), 'utf8');
+  } catch (err) {
+    throw new InputError(`${file}: ${(err as NodeJS.ErrnoException).code === 'EISDIR' ? 'is a directory' : (err as Error).message}`);
   }
-  return manifests;
 }
 
 /** Parses one YAML or JSON stream; documents that hold nothing (`---` alone, comments only) are dropped. */
 export function parseManifests(text: string, source: string): Manifest[] {
-  const docs = parseAllDocuments(text, YAML_OPTIONS);
-  for (const doc of docs) {
-    const problem = doc.errors[0];
-    if (problem) {
-      const line = problem.linePos?.[0]?.line;
-      // The message repeats the position ("at line 6, column 1:") and adds a code frame; FILE:LINE says it already.
-      const message = (problem.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
-      throw new InputError(`${source}${line ? `:${line}` : ''}: invalid YAML: ${message || 'unknown error'}`);
-    }
-  }
+  return [...manifestsOf(text, source, [])];
+}
+
+const LINE_OF_POSITION = / at line \d+, column \d+:?$/;
+
+/**
+ * The documents of one stream, one at a time: each is parsed, used and dropped before the next is parsed, so that
+ * memory follows the largest document, not the file. Each document carries its own text: from the end of the
+ * previous document (the comments and `---` before it belong to it, as the parser attaches them) to its own end.
+ * Duplicate keys are accepted, the last value winning as in kubectl's decoder, with a warning in `warnings`.
+ */
+export function* manifestsOf(text: string, source: string, warnings: string[]): Generator<Manifest> {
+  const lines = new LineCounter();
+  const composer = new Composer(YAML_OPTIONS);
   const json = /^\s*[[{]/.test(text);
-  const out: Manifest[] = [];
-  docs.forEach((doc, i) => {
+  const lineOf = (offset: number): number => lines.linePos(offset).line;
+  let padding: boolean | undefined;
+  const style = (doc: Document): ToStringOptions => {
+    if (json) return KUBECTL_STYLE;
+    padding ??= flowPadding(text);
+    return { ...indentStyle(doc, text), flowCollectionPadding: padding };
+  };
+  let index = 0;
+  let start = 0;
+  const ready = function* (doc: Document.Parsed, end: number): Generator<Manifest> {
+    index += 1;
+    const segment = text.slice(start, end);
+    start = end;
+    let duplicates = false;
+    for (const problem of doc.errors) {
+      const line = lineOf(problem.pos[0]);
+      if (problem.code === 'DUPLICATE_KEY') {
+        duplicates = true;
+        const key = (/^[^:\n]*/.exec(text.slice(problem.pos[0], problem.pos[0] + 200))?.[0] ?? '').trim();
+        warnings.push(`${source}:${line}: duplicate key ${JSON.stringify(key)} in document ${index}: the last value is used, as kubectl does`);
+        continue;
+      }
+      // The message repeats the position ("at line 6, column 1:") and adds a code frame; FILE:LINE says it already.
+      const message = (problem.message.split('\n')[0] ?? '').replace(LINE_OF_POSITION, '');
+      throw new InputError(`${source}:${line}: invalid YAML: ${message || 'unknown error'}`);
+    }
+    // Only duplicate keys are left, reported above; the library will not print a document that still lists errors.
+    doc.errors.length = 0;
     let value: unknown;
     try {
       value = doc.toJS();
     } catch (err) {
       // An alias to an unknown anchor, or an alias bomb (yaml stops at its maxAliasCount).
-      throw new InputError(`${source}: document ${i + 1}: invalid YAML: ${(err as Error).message}`);
+      throw new InputError(`${source}: document ${index}: invalid YAML: ${(err as Error).message}`);
     }
     if (value === null || value === undefined) return;
     keepTrailingComment(doc, text);
-    out.push({ source, index: i + 1, doc, json, style: json ? KUBECTL_STYLE : detectStyle(doc, text) });
-  });
-  return out;
+    let layout: ToStringOptions | undefined;
+    const line = lineOf(doc.contents?.range?.[0] ?? doc.range[0]);
+    yield { source, index, doc, json, value, text: segment, duplicates, line, lineOf, style: () => (layout ??= style(doc)) };
+  };
+  let pending: Document.Parsed | undefined;
+  for (const doc of composer.compose(new Parser(lines.addNewLine).parse(text))) {
+    if (pending) yield* ready(pending, pending.range[2]);
+    pending = doc;
+  }
+  if (pending) yield* ready(pending, text.length);
 }
 
 /**
@@ -158,10 +220,10 @@ function column(text: string, offset: number): number {
 }
 
 /**
- * Reads the source's own layout from its first nested block map and block list, so that what the injector adds is
+ * Reads the document's own layout from its first nested block map and block list, so that what the injector adds is
  * indented like the rest (the yaml library would otherwise re-indent every list in the document).
  */
-export function detectStyle(doc: Document, text: string): ToStringOptions {
+function indentStyle(doc: Document, text: string): ToStringOptions {
   let indent: number | undefined;
   let indentSeq: boolean | undefined;
   visit(doc, {
@@ -182,9 +244,14 @@ export function detectStyle(doc: Document, text: string): ToStringOptions {
       return indent !== undefined && indentSeq !== undefined ? visit.BREAK : undefined;
     },
   });
+  return { indent: indent ?? 2, indentSeq: indentSeq ?? false };
+}
+
+/** Whether the file pads flow maps (`{ a: 1 }`) at least as often as not: counted once per file, over all of it. */
+function flowPadding(text: string): boolean {
   const padded = (text.match(/\{ /g) ?? []).length;
   const tight = (text.match(/\{[^\s}]/g) ?? []).length;
-  return { indent: indent ?? 2, indentSeq: indentSeq ?? false, flowCollectionPadding: padded >= tight };
+  return padded >= tight;
 }
 
 /** Output format of `inject` and `uninject`. */
@@ -193,35 +260,36 @@ export type OutputFormat = 'yaml' | 'json';
 const STRING_OPTIONS: ToStringOptions = { lineWidth: 0, minContentWidth: 0 };
 
 /**
- * Renders the documents as one YAML stream: every document after the first starts with `---` (a document that had
- * the marker keeps it, and is not given a second one); JSON sources become block YAML, as Linkerd prints YAML.
+ * One document of the output YAML stream. A document nothing changed is written as it was read, byte for byte; an
+ * edited one is printed in the source's layout; JSON sources become block YAML, as Linkerd prints YAML. Every
+ * document after the first starts with `---` (one that had the marker is not given a second one).
  */
-export function renderYaml(manifests: readonly Manifest[]): string {
-  return manifests
-    .map((m, i) => {
-      let doc = m.doc;
-      if (m.json) doc = new Document(m.doc.toJS(), YAML_OPTIONS);
-      if (i > 0 && doc.directives) doc.directives.docStart = true;
-      const text = doc.toString({ ...STRING_OPTIONS, ...m.style });
-      return text.endsWith('\n') ? text : `${text}\n`;
-    })
-    .join('');
+function renderDocument(m: Manifest, edited: boolean, first: boolean): string {
+  let text: string;
+  if (!edited && !m.json) {
+    text = first || m.doc.directives?.docStart ? m.text : `---\n${m.text}`;
+  } else {
+    const doc = m.json ? new Document(m.doc.toJS(), YAML_OPTIONS) : m.doc;
+    if (!first && doc.directives) doc.directives.docStart = true;
+    text = doc.toString({ ...STRING_OPTIONS, ...m.style() });
+  }
+  return text.endsWith('\n') ? text : `${text}\n`;
 }
 
-/** Renders the documents as JSON: the object itself when there is one, else a v1 List of them. */
-export function renderJson(manifests: readonly Manifest[]): string {
-  const objects = manifests.map((m) => m.doc.toJS() as unknown);
+/** The documents as JSON: the object itself when there is one, else a v1 List of them. */
+function renderJson(objects: readonly unknown[]): string {
+  if (objects.length === 0) return '';
   const value = objects.length === 1 ? objects[0] : { apiVersion: 'v1', kind: 'List', items: objects, metadata: {} };
   return `${JSON.stringify(value, null, 2)}\n`;
 }
 
-export function render(manifests: readonly Manifest[], format: OutputFormat): string {
-  if (manifests.length === 0) return '';
-  return format === 'json' ? renderJson(manifests) : renderYaml(manifests);
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // Transforming documents
+
+/** A report that can say where its object is: `FILE:LINE: document N, items[K]`. */
+export interface Located {
+  where?: string;
+}
 
 /** What a command does to one object: operations relative to the object, and how to report it. */
 export interface ObjectChange<R> {
@@ -241,39 +309,123 @@ function listItems(value: unknown): unknown[] | undefined {
 export interface TransformOutcome<R> {
   reports: R[];
   failed: boolean;
-  /** Documents whose layout could not be kept (the edit did not round-trip), which were re-rendered from their data. */
-  rewritten: string[];
+  /**
+   * What the user should know about the input: duplicate keys, null List items dropped, documents whose layout could
+   * not be kept, arguments that held no objects.
+   */
+  warnings: string[];
+  /** The output in the requested format; empty when an object failed. */
+  output: string;
+}
+
+/** Removes all but the last of each key of every map, as the data reads it, so that edits reach the pair that counts. */
+function keepLastOfDuplicates(doc: Document): void {
+  visit(doc, {
+    Map(_, map) {
+      const seen = new Set<string>();
+      for (let i = map.items.length - 1; i >= 0; i -= 1) {
+        const key = (map.items[i] as Pair).key;
+        const token = isScalar(key) ? String(key.value) : undefined;
+        if (token === undefined || token === '<<') continue;
+        if (seen.has(token)) map.items.splice(i, 1);
+        else seen.add(token);
+      }
+    },
+  });
 }
 
 /**
- * Runs `change` on every object (each item of a List) and applies its operations to the document in place. The
- * same operations are applied to the plain data as a check: if the edited document does not read back as that data
- * (an alias or merge key in the way), the document is rebuilt from the data, losing its comments but never content.
+ * Runs `change` on the document's object (each item of a List) and applies its operations to the document in place;
+ * null items of a List are dropped, as they hold no object. The same operations are applied to the plain data as a
+ * check: if the edited document does not read back as that data (an alias or merge key in the way), the document is
+ * rebuilt from the data, losing its comments but never content. Returns whether the document changed.
  */
-export function transformManifests<R>(manifests: readonly Manifest[], change: (object: unknown) => ObjectChange<R>): TransformOutcome<R> {
-  const outcome: TransformOutcome<R> = { reports: [], failed: false, rewritten: [] };
-  for (const m of manifests) {
-    const value: unknown = m.doc.toJS();
-    const items = listItems(value);
-    const edits: Array<{ ops: PatchOp[]; base: string[] }> = [];
-    const objects = items ? items.map((item, i) => ({ item, base: ['items', String(i)] })) : [{ item: value, base: [] }];
-    for (const { item, base } of objects) {
-      const c = change(item);
-      outcome.reports.push(c.report);
-      if (c.failed) outcome.failed = true;
-      else if (c.ops.length > 0) edits.push({ ops: c.ops, base });
-    }
-    if (edits.length === 0) continue;
-    const expected = structuredClone(value);
-    const patcher = documentPatcher(m.doc);
-    for (const e of edits) {
-      applyToValue(expected, e.ops, e.base);
-      patcher.apply(e.ops, e.base);
-    }
-    if (!sameValue(m.doc.toJS(), expected)) {
-      m.doc = new Document(expected, YAML_OPTIONS);
-      outcome.rewritten.push(`${m.source} (document ${m.index})`);
-    }
+function transformManifest<R extends Located>(m: Manifest, change: (object: unknown) => ObjectChange<R>, outcome: TransformOutcome<R>): boolean {
+  const where = (item?: number): string => {
+    if (item === undefined) return `${m.source}:${m.line}: document ${m.index}`;
+    const seq = isMap(m.doc.contents) ? m.doc.contents.get('items', true) : undefined;
+    const node: unknown = isSeq(seq) ? seq.items[item] : undefined;
+    const line = isNode(node) && node.range ? m.lineOf(node.range[0]) : m.line;
+    return `${m.source}:${line}: document ${m.index}, items[${item}]`;
+  };
+  const edits: Array<{ ops: PatchOp[]; base: string[] }> = [];
+  const run = (object: unknown, base: string[], at: string): void => {
+    const c = change(object);
+    c.report.where = at;
+    outcome.reports.push(c.report);
+    if (c.failed) outcome.failed = true;
+    else if (c.ops.length > 0) edits.push({ ops: c.ops, base });
+  };
+  const items = listItems(m.value);
+  if (items) {
+    const nulls: number[] = [];
+    items.forEach((item, i) => {
+      if (item !== null) return run(item, ['items', String(i)], where(i));
+      nulls.push(i);
+      outcome.warnings.push(`${where(i)}: the item is null; it was dropped`);
+    });
+    // After the items' own edits, whose paths count the null items, and from the last so that indexes hold.
+    for (const i of nulls.reverse()) edits.push({ ops: [{ op: 'remove', path: `/items/${i}` }], base: [] });
+  } else {
+    run(m.value, [], where());
   }
+  if (edits.length === 0) return false;
+  m.style(); // the layout of the document as read, before the edits move anything
+  if (m.duplicates) keepLastOfDuplicates(m.doc);
+  const expected = structuredClone(m.value);
+  const patcher = documentPatcher(m.doc);
+  for (const e of edits) {
+    applyToValue(expected, e.ops, e.base);
+    patcher.apply(e.ops, e.base);
+  }
+  if (!sameValue(m.doc.toJS(), expected)) {
+    m.doc = new Document(expected, YAML_OPTIONS);
+    outcome.warnings.push(`${m.source} (document ${m.index}): its layout could not be kept; it was rewritten from its data`);
+  }
+  return true;
+}
+
+/** Says what an argument that held no object was. */
+function nothingIn(group: InputGroup, bytes: number): string {
+  const name = group.arg === '-' ? 'stdin' : group.arg;
+  if (!group.directory) return `${name}: read ${bytes} bytes, no Kubernetes objects in them`;
+  if (group.files.length === 0) return `${name}: a directory with no *.yaml, *.yml or *.json files; nothing was read`;
+  const shown = group.files.slice(0, 3).join(', ') + (group.files.length > 3 ? ', ...' : '');
+  const files = `${group.files.length} file${group.files.length === 1 ? '' : 's'}`;
+  return `${name}: read ${files} (${shown}), no Kubernetes objects in them`;
+}
+
+/**
+ * Reads every input and runs `change` on every object, one document at a time: each is parsed, changed, rendered
+ * and let go before the next is read, so time and memory grow with the input, not with its square. Throws
+ * InputError for unreadable or invalid input; an object that fails is in the reports and leaves the output empty.
+ */
+export async function transformInputs<R extends Located>(
+  args: readonly string[],
+  io: ReadIo,
+  format: OutputFormat,
+  change: (object: unknown) => ObjectChange<R>,
+): Promise<TransformOutcome<R>> {
+  const outcome: TransformOutcome<R> = { reports: [], failed: false, warnings: [], output: '' };
+  const pieces: string[] = [];
+  const objects: unknown[] = [];
+  const stdin: { text?: string } = {};
+  for (const group of expandInputGroups(args, io)) {
+    let count = 0;
+    let bytes = 0;
+    for (const file of group.files) {
+      const text = await readText(file, io, stdin);
+      bytes += Buffer.byteLength(text);
+      for (const m of manifestsOf(text, file, outcome.warnings)) {
+        count += 1;
+        const edited = transformManifest(m, change, outcome);
+        if (outcome.failed) continue; // the rest is still checked and reported, but nothing will be written
+        if (format === 'json') objects.push(edited ? m.doc.toJS() : m.value);
+        else pieces.push(renderDocument(m, edited, pieces.length === 0));
+      }
+    }
+    if (count === 0) outcome.warnings.push(nothingIn(group, bytes));
+  }
+  if (!outcome.failed) outcome.output = format === 'json' ? renderJson(objects) : pieces.join('');
   return outcome;
 }

@@ -3,7 +3,7 @@
  * code that will run in the cluster, and plain HTTP lets anyone on the path change it.
  */
 import { get } from 'node:https';
-import { InputError, parseManifests, readManifests, type Manifest, type ReadIo } from './manifests.js';
+import { InputError } from './manifests.js';
 
 /** The most a URL may return, and the longest it may take: a slow or endless server must not hang the command. */
 const MAX_BYTES = 64 * 1024 * 1024;
@@ -78,29 +78,4 @@ export async function fetchText(arg: string, options: UrlOptions = {}): Promise<
     url = answer.redirect ?? url;
   }
   throw new InputError(`${arg}: more than ${MAX_REDIRECTS} redirects`);
-}
-
-/**
- * Reads every input in order: URLs here, runs of files, directories and stdin by readManifests. Stdin is read once
- * however often "-" appears.
- */
-export async function readInputs(args: readonly string[], io: ReadIo, options: UrlOptions = {}): Promise<Manifest[]> {
-  let stdin: Promise<string> | undefined;
-  const shared: ReadIo = { ...io, readStdin: () => (stdin ??= io.readStdin()) };
-  const manifests: Manifest[] = [];
-  let local: string[] = [];
-  const flush = async (): Promise<void> => {
-    if (local.length > 0) manifests.push(...(await readManifests(local, shared)));
-    local = [];
-  };
-  for (const arg of args) {
-    if (!isUrl(arg)) {
-      local.push(arg);
-      continue;
-    }
-    await flush();
-    manifests.push(...parseManifests(await fetchText(arg, options), arg));
-  }
-  await flush();
-  return manifests;
 }

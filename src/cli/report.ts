@@ -20,6 +20,8 @@ export interface ObjectReport {
   detail?: string;
   /** Every check; `√` lines are shown only with --verbose. */
   checks: Check[];
+  /** Where the object is in the input (`FILE:LINE: document N, items[K]`), named when it fails. */
+  where?: string;
 }
 
 /** The checks Linkerd's manual injection makes, with the text of a pass and of a failure or warning. */
@@ -50,7 +52,8 @@ export function renderReport(global: readonly Check[], objects: readonly ObjectR
   for (const c of global) lines.push(`${c.mark} ${c.text}`);
   if (global.length > 0) lines.push('');
   for (const r of objects) {
-    lines.push(`${label(r)} ${STATUS_TEXT[r.status]}${r.detail ? `: ${r.detail}` : ''}`);
+    const at = r.status === 'failed' && r.where ? `${r.where}: ` : '';
+    lines.push(`${at}${label(r)} ${STATUS_TEXT[r.status]}${r.detail ? `: ${r.detail}` : ''}`);
     // Failures are in the header already; passes and failures are listed with --verbose, warnings always.
     for (const c of r.checks) if (verbose || c.mark === WARN) lines.push(`  ${c.mark} ${c.text}`);
   }

@@ -6,9 +6,9 @@ import { isObject } from '../engine/k8s.js';
 import { UsageError } from './inject-flags.js';
 import { nameOf, notAnObject } from './inject.js';
 import { failure, outputFormat, parseCommandArgs, readProcessStdin, stdinReader, usageFailure, type CliIo, type CliResult } from './command-io.js';
-import { InputError, render, transformManifests, type ObjectChange, type OutputFormat } from './manifests.js';
-import { readInputs } from './remote-inputs.js';
-import { OK, renderReport, type Check, type ObjectReport } from './report.js';
+import { InputError, transformInputs, type ObjectChange, type OutputFormat } from './manifests.js';
+import { fetchText, isUrl } from './remote-inputs.js';
+import { OK, WARN, renderReport, type Check, type ObjectReport } from './report.js';
 
 export const UNINJECT_HELP = `Usage: proxy-injector uninject [flags] FILE|DIR|URL|- ...
 
@@ -84,11 +84,13 @@ export async function runUninject(argv: readonly string[], io: CliIo = {}): Prom
   try {
     const configured = values ? loadValues(readFileSync(resolve(cwd, values), 'utf8')) : defaultValues();
     const xtablesVolume = configured.proxyInit.xtMountPath.name;
-    const manifests = await readInputs(inputs, { cwd, readStdin: stdinReader(io) }, io.url);
-    const outcome = transformManifests(manifests, (object) => uninjectObject(object, xtablesVolume));
-    const stderr = renderReport([], outcome.reports, verbose);
+    const outcome = await transformInputs(inputs, { cwd, readStdin: stdinReader(io), remote: { matches: isUrl, read: (url) => fetchText(url, io.url) } }, format, (object) =>
+      uninjectObject(object, xtablesVolume),
+    );
+    const warnings = outcome.warnings.map((text): Check => ({ mark: WARN, text }));
+    const stderr = renderReport(warnings, outcome.reports, verbose);
     if (outcome.failed) return { stdout: '', stderr: `${stderr}\nnothing was written to stdout\n`, code: 1 };
-    return { stdout: render(manifests, format), stderr, code: 0 };
+    return { stdout: outcome.output, stderr, code: 0 };
   } catch (err) {
     if (err instanceof InputError || isEngineError(err)) return failure('uninject', err.message);
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return failure('uninject', `--values ${values}: no such file`);

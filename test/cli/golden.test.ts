@@ -165,7 +165,8 @@ const CASES: Case[] = [
     name: 'host-network',
     shows:
       'hostNetwork and an Istio sidecar are hard errors with Linkerd\'s texts ("hostNetwork is enabled", "pod has a sidecar ' +
-      'injected already"); exit 1 and nothing on stdout, not even the Deployment that could be injected',
+      'injected already"), each prefixed with FILE:LINE and the document index; exit 1 and nothing on stdout, not even ' +
+      'the Deployment that could be injected',
     args: ['inject', '--manual', ...ANCHORS, `${IN}/host-network.yaml`],
     code: 1,
   },

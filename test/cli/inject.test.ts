@@ -304,11 +304,11 @@ describe('what is injected and what is not', () => {
     );
   });
 
-  it('a failing item of a List fails the whole output', async () => {
+  it('a failing item of a List fails the whole output, and the report says where the item is', async () => {
     const list = JSON.stringify({ kind: 'List', items: [{ kind: 'Pod', metadata: { name: 'a' }, spec: { hostNetwork: true, containers: [] } }, { kind: 'Namespace', metadata: { name: 'b' } }] });
     const result = await injectText(list, '--manual', ...ANCHORS);
     expect(result).toMatchObject({ code: 1, stdout: '' });
-    expect(result.stderr).toBe('pod "a" not injected: hostNetwork is enabled\nnamespace "b" annotated: linkerd.io/inject: enabled\n\n1 object could not be injected; nothing was written to stdout\n');
+    expect(result.stderr).toBe('-:1: document 1, items[0]: pod "a" not injected: hostNetwork is enabled\nnamespace "b" annotated: linkerd.io/inject: enabled\n\n1 object could not be injected; nothing was written to stdout\n');
   });
 
   it('control-plane components need --manual', async () => {
