@@ -41,13 +41,21 @@ export interface EventRecorderOptions {
   windowMs?: number;
   /** Most series waiting to be written; beyond it new ones are dropped and counted (default 1000). */
   maxPending?: number;
+  /**
+   * Most series remembered for folding repeats (default 10,000). Beyond it the oldest already written are forgotten:
+   * a repeat of one of those starts a new Event instead of raising a count, and memory stays bounded under a churn of
+   * namespaces and workloads.
+   */
+  maxSeries?: number;
   onDropped?: () => void;
   onWritten?: (ok: boolean) => void;
 }
 
 export class EventRecorder {
+  /** In insertion order, oldest first: what eviction relies on. */
   private readonly series = new Map<string, Series>();
-  private readonly queue: string[] = [];
+  /** Keys with occurrences to write, in order; a Set so that a busy series is queued once without a scan. */
+  private readonly queue = new Set<string>();
   private draining: Promise<void> | undefined;
   private closed = false;
 
@@ -65,21 +73,25 @@ export class EventRecorder {
       s = undefined;
     }
     if (!s) {
-      if (this.queue.length >= (this.options.maxPending ?? 1000)) {
+      if (this.queue.size >= (this.options.maxPending ?? 1000) || !this.makeRoom()) {
         this.options.onDropped?.();
         return;
       }
       s = { count: 0, unsent: 0, first: now, last: now, event };
       this.series.set(key, s);
-      this.evictOld(now);
     }
     s.count++;
     s.unsent++;
     s.last = now;
-    if (!this.queue.includes(key)) this.queue.push(key);
+    this.queue.add(key);
     this.draining ??= this.drain().finally(() => {
       this.draining = undefined;
     });
+  }
+
+  /** Series remembered now (written or waiting), for tests of the bound. */
+  get size(): number {
+    return this.series.size;
   }
 
   /** Writes what is queued, waiting at most `timeoutMs`, then refuses new events. */
@@ -88,16 +100,26 @@ export class EventRecorder {
     if (this.draining) await Promise.race([this.draining, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
   }
 
-  private evictOld(now: Date): void {
-    const windowMs = this.options.windowMs ?? 600_000;
-    if (this.series.size < 10_000) return;
+  /**
+   * Makes room for one more series: forgets the oldest tenth of those already written (so the cost is paid once per
+   * many insertions, not scanned on each). False when every series still has occurrences waiting.
+   */
+  private makeRoom(): boolean {
+    const max = this.options.maxSeries ?? 10_000;
+    if (this.series.size < max) return true;
+    let toForget = Math.max(1, Math.floor(max / 10));
     for (const [key, s] of this.series) {
-      if (now.getTime() - s.first.getTime() > windowMs && s.unsent === 0) this.series.delete(key);
+      if (toForget === 0) break;
+      if (s.unsent > 0) continue;
+      this.series.delete(key);
+      toForget--;
     }
+    return this.series.size < max;
   }
 
   private async drain(): Promise<void> {
-    for (let key = this.queue.shift(); key !== undefined; key = this.queue.shift()) {
+    for (let key = first(this.queue); key !== undefined; key = first(this.queue)) {
+      this.queue.delete(key);
       const s = this.series.get(key);
       if (!s || s.unsent === 0) continue;
       const sending = s.unsent;
@@ -135,7 +157,7 @@ export class EventRecorder {
           // The Event expired (the API server deletes them after a while): write a new one next.
           s.name = undefined;
           s.unsent += sending;
-          this.queue.push(key);
+          this.queue.add(key);
           continue;
         }
         this.options.onWritten?.(false);
@@ -147,6 +169,8 @@ export class EventRecorder {
     }
   }
 }
+
+const first = (set: Set<string>): string | undefined => set.values().next().value;
 
 /** Writes Events through the core/v1 API, each call bounded by `timeoutMs`. */
 export function apiEventSink(kubeConfig: KubeConfig, timeoutMs = 5000): EventSink {

@@ -1,7 +1,8 @@
 /**
  * A watch-fed cache that survives errors: client-node's ListWatch stops for good on any error but a 410, so this
  * restarts it with backoff, re-lists into a fresh cache when the watch has been silent too long, and says when the
- * first list has arrived.
+ * first list has arrived. An outage is logged when it starts and when it ends, never per attempt: an API server down
+ * for an hour must not flood the log (the attempts are counted through `onRestart`).
  */
 import { ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -31,6 +32,8 @@ export class ResilientInformer<T extends KubernetesObject> {
   private synced = false;
   private stopped = false;
   private attempts = 0;
+  /** When the current run of failures began; undefined while the watch is healthy. */
+  private failingSince: number | undefined;
   private lastActivity = Date.now();
   private retryTimer: NodeJS.Timeout | undefined;
   private watchdogTimer: NodeJS.Timeout | undefined;
@@ -117,6 +120,13 @@ export class ResilientInformer<T extends KubernetesObject> {
     }
     const old = this.current;
     this.current = lw;
+    if (this.failingSince !== undefined) {
+      o.logger.info(
+        { informer: o.name, attempts: this.attempts, downMs: Date.now() - this.failingSince, objects: lw.list().length },
+        'watch resumed',
+      );
+      this.failingSince = undefined;
+    }
     this.attempts = 0;
     if (old && old !== lw) void old.stop();
     if (!this.synced) {
@@ -133,10 +143,13 @@ export class ResilientInformer<T extends KubernetesObject> {
     const initial = this.options.initialBackoffMs ?? 500;
     const max = this.options.maxBackoffMs ?? 30_000;
     const delay = Math.min(max, initial * 2 ** Math.min(this.attempts - 1, 16)) * (0.8 + Math.random() * 0.4);
-    this.options.logger.warn(
-      { informer: this.options.name, attempt: this.attempts, retryInMs: Math.round(delay), err: apiErrorMessage(err) },
-      'watch failed; restarting',
-    );
+    if (this.failingSince === undefined) {
+      this.failingSince = Date.now();
+      this.options.logger.warn(
+        { informer: this.options.name, retryInMs: Math.round(delay), maxBackoffMs: max, err: apiErrorMessage(err) },
+        this.synced ? 'watch failed; serving the cache and retrying with backoff' : 'list failed; retrying with backoff',
+      );
+    }
     this.options.onRestart?.('error');
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;

@@ -16,6 +16,11 @@ export interface NamespaceCacheOptions {
   /** Longest a direct read may take when the cache misses (default 2000 ms). */
   readTimeoutMs?: number;
   onRestart?: (reason: 'error' | 'watchdog') => void;
+  /**
+   * Most namespaces remembered from direct reads (default 1024): bounds memory under a churn of short-lived namespaces
+   * while the watch is broken.
+   */
+  readThroughMax?: number;
   /** Told whether each lookup was served by the cache, by a direct read, or failed. */
   onLookup?: (result: 'cache' | 'read' | 'failed') => void;
   watchdogMs?: number;
@@ -66,6 +71,26 @@ export class NamespaceCache {
     return this.informer.stop();
   }
 
+  /** Namespaces remembered from direct reads, for tests of the bound. */
+  get readThroughSize(): number {
+    return this.readThrough.size;
+  }
+
+  /** Keeps a direct read for a while; at the bound, expired entries go first, then the oldest. */
+  private remember(name: string, annotations: Record<string, string>): void {
+    const now = Date.now();
+    this.readThrough.delete(name);
+    const max = this.options.readThroughMax ?? 1024;
+    if (this.readThrough.size >= max) {
+      for (const [key, entry] of this.readThrough) if (now - entry.at >= READ_THROUGH_TTL_MS) this.readThrough.delete(key);
+      for (const key of this.readThrough.keys()) {
+        if (this.readThrough.size < max) break;
+        this.readThrough.delete(key);
+      }
+    }
+    this.readThrough.set(name, { annotations, at: now });
+  }
+
   /** The namespace's annotations; throws NamespaceUnknownError when neither the cache nor a direct read has them. */
   async annotations(name: string): Promise<Record<string, string>> {
     const cached = this.informer.get(name);
@@ -84,7 +109,7 @@ export class NamespaceCache {
       pending = withTimeout(this.api.readNamespace({ name }), timeoutMs, `reading namespace ${name}`)
         .then((ns) => {
           const annotations = annotationsOf(ns);
-          this.readThrough.set(name, { annotations, at: Date.now() });
+          this.remember(name, annotations);
           return annotations;
         })
         .finally(() => this.reading.delete(name));

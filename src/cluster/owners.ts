@@ -70,13 +70,19 @@ export class OwnerResolver {
     const ttl = this.options.ttlMs ?? 600_000;
     if (hit && Date.now() - hit.at < ttl) return hit.owners;
     const owners = await this.lookup.ownersOf(kind, namespace, name);
+    // Re-inserted at the end, so that the oldest entry is always first; the oldest go when the cache is full.
+    this.cache.delete(key);
     const max = this.options.maxEntries ?? 4096;
-    if (this.cache.size >= max) {
-      const oldest = this.cache.keys().next().value;
-      if (oldest !== undefined) this.cache.delete(oldest);
+    for (let oldest = this.cache.keys().next(); this.cache.size >= max && !oldest.done; oldest = this.cache.keys().next()) {
+      this.cache.delete(oldest.value);
     }
     this.cache.set(key, { owners, at: Date.now() });
     return owners;
+  }
+
+  /** Owners remembered now, for tests of the bound. */
+  get size(): number {
+    return this.cache.size;
   }
 }
 

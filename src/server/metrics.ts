@@ -2,6 +2,7 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { HandledAdmission } from '../admission/handler.js';
 import { names } from '../engine/index.js';
+import { ConfigLabelValues, LabelSetCap, OTHER } from './metric-labels.js';
 
 /** Linkerd's label for each proxy annotation: the text after the first "/", with "-" as "_". */
 export function configLabel(annotation: string): string {
@@ -9,6 +10,17 @@ export function configLabel(annotation: string): string {
 }
 
 const CONFIG_LABELS = names.PROXY_ANNOTATIONS.map(configLabel);
+
+/** Why a request was refused before it reached the engine; the `reason` label of the refusals counter. */
+export type RefusalReason =
+  | 'not_found'
+  | 'body_too_large'
+  | 'unsupported_media_type'
+  | 'empty_body'
+  | 'invalid_json'
+  | 'content_length_mismatch'
+  | 'request_timeout'
+  | 'invalid_review';
 
 /**
  * Counts by label set in a plain map and hands the totals to prom-client when metrics are scraped. prom-client
@@ -30,6 +42,24 @@ class DeferredCounts {
   }
 }
 
+interface OpenLabels {
+  owner: string;
+  namespace: string;
+  values: readonly string[];
+}
+
+/** The open labels of a label set beyond the cap: everything a client chooses is `other`. */
+const FOLDED: OpenLabels = { owner: OTHER, namespace: OTHER, values: CONFIG_LABELS.map(() => OTHER) };
+
+const labelKey = (open: OpenLabels, annotationAt: string): string =>
+  `${open.owner}\u0001${open.namespace}\u0001${annotationAt}\u0001${open.values.join('\u0001')}`;
+
+function labelSet(open: OpenLabels, annotationAt: string): Record<string, string> {
+  const labels: Record<string, string> = { owner_kind: open.owner, namespace: open.namespace, annotation_at: annotationAt };
+  for (const [i, name] of CONFIG_LABELS.entries()) labels[name] = open.values[i] ?? '';
+  return labels;
+}
+
 export class InjectorMetrics {
   readonly registry = new Registry();
   private readonly requests: Counter;
@@ -38,6 +68,10 @@ export class InjectorMetrics {
   private readonly pendingResponses = new DeferredCounts();
   private readonly duration: Histogram;
   private readonly failures: Counter;
+  private readonly refusals: Counter;
+  private readonly configValues = new ConfigLabelValues();
+  private readonly requestSets = new LabelSetCap();
+  private readonly responseSets = new LabelSetCap();
   /** Linkerd configuration reloads after the first load, by whether the new configuration was applied or refused. */
   readonly configReloads: Counter;
   /** Restarts of the watches that feed the caches, by cache and why. */
@@ -74,6 +108,12 @@ export class InjectorMetrics {
       name: 'proxy_inject_admission_failures_total',
       help: 'Admission requests that could not be evaluated (the object was denied if it asked for injection), by code.',
       labelNames: ['code', 'denied'],
+      registers: [this.registry],
+    });
+    this.refusals = new Counter({
+      name: 'proxy_inject_admission_refusals_total',
+      help: 'Requests refused before they could be evaluated (not an AdmissionReview, not JSON, too large, too slow, wrong path), by HTTP status and reason.',
+      labelNames: ['status', 'reason'],
       registers: [this.registry],
     });
     this.configReloads = new Counter({
@@ -115,23 +155,30 @@ export class InjectorMetrics {
       this.failures.inc({ code: handled.failure.code, denied: String(!handled.response.allowed) });
     }
     if (!result) return;
-    const owner = handled.owner?.kind ?? '';
     const config = result.workloadConfiguration;
-    let configKey = '';
-    for (const key of names.PROXY_ANNOTATIONS) configKey += `\u0001${config[key] ?? ''}`;
-    const baseKey = `${owner}\u0001${namespace}\u0001${result.annotationAt}${configKey}`;
-    const base = (): Record<string, string> => {
-      const labels: Record<string, string> = { owner_kind: owner, namespace, annotation_at: result.annotationAt };
-      for (const [i, key] of names.PROXY_ANNOTATIONS.entries()) labels[CONFIG_LABELS[i] as string] = config[key] ?? '';
-      return labels;
-    };
-    this.pendingRequests.add(baseKey, base);
-    if (result.outcome !== 'skipped') {
-      this.pendingResponses.add(`false\u0001${baseKey}`, () => ({ ...base(), skip: 'false', skip_reason: '' }));
-    } else if (result.kind === 'pod') {
-      const reasons = result.reasons.map((r) => r.code).join(',');
-      this.pendingResponses.add(`true\u0001${reasons}\u0001${baseKey}`, () => ({ ...base(), skip: 'true', skip_reason: reasons }));
-    }
+    const values = names.PROXY_ANNOTATIONS.map((key) => this.configValues.value(key, config[key]));
+    const open: OpenLabels = { owner: handled.owner?.kind ?? '', namespace, values };
+    const at = result.annotationAt;
+    const requestKey = labelKey(open, at);
+    const request = this.requestSets.admit(requestKey) ? open : FOLDED;
+    this.pendingRequests.add(request === open ? requestKey : labelKey(FOLDED, at), () => labelSet(request, at));
+    let skip: { skip: string; skip_reason: string };
+    if (result.outcome !== 'skipped') skip = { skip: 'false', skip_reason: '' };
+    else if (result.kind === 'pod') skip = { skip: 'true', skip_reason: result.reasons.map((r) => r.code).join(',') };
+    else return;
+    const prefix = `${skip.skip}\u0001${skip.skip_reason}\u0001`;
+    const response = this.responseSets.admit(prefix + requestKey) ? open : FOLDED;
+    this.pendingResponses.add(prefix + (response === open ? requestKey : labelKey(FOLDED, at)), () => ({ ...labelSet(response, at), ...skip }));
+  }
+
+  /** Counts a request refused before evaluation (400, 404, 408, 413, 415). */
+  refused(status: number, reason: RefusalReason): void {
+    this.refusals.inc({ status: String(status), reason });
+  }
+
+  /** Distinct label sets of the admission request and response counters, for tests of the bound. */
+  get labelSets(): { requests: number; responses: number } {
+    return { requests: this.requestSets.size, responses: this.responseSets.size };
   }
 
   metrics(): Promise<string> {

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { handleAdmission, type AdmissionSources, type HandledAdmission } from '../admission/handler.js';
 import { parseReview, ReviewError, serializeReview } from '../admission/review.js';
 import type { AdmissionRequest } from '../admission/types.js';
-import type { InjectorMetrics } from './metrics.js';
+import type { InjectorMetrics, RefusalReason } from './metrics.js';
 
 export const MAX_BODY_BYTES = 10 * 1024 * 1024;
 
@@ -27,21 +27,21 @@ export interface WebhookOptions {
 }
 
 /** Fastify's body errors, mapped to the status and one-line reason the API server will log. */
-function bodyError(error: FastifyError): { status: number; message: string } | undefined {
+function bodyError(error: FastifyError): { status: number; message: string; reason: RefusalReason } | undefined {
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { status: 413, message: `the body is larger than ${MAX_BODY_BYTES} bytes` };
+      return { status: 413, message: `the body is larger than ${MAX_BODY_BYTES} bytes`, reason: 'body_too_large' };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return { status: 415, message: 'the body must be application/json' };
+      return { status: 415, message: 'the body must be application/json', reason: 'unsupported_media_type' };
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return { status: 400, message: 'the body is empty' };
+      return { status: 400, message: 'the body is empty', reason: 'empty_body' };
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       // Fastify's own text ("Body is not valid JSON but content-type is set to ...") would say it a second time.
-      return { status: 400, message: 'the body is not valid JSON' };
+      return { status: 400, message: 'the body is not valid JSON', reason: 'invalid_json' };
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return { status: 400, message: 'the Content-Length does not match the body' };
+      return { status: 400, message: 'the Content-Length does not match the body', reason: 'content_length_mismatch' };
     default:
-      return error.statusCode === 408 ? { status: 408, message: 'the request took too long to arrive' } : undefined;
+      return error.statusCode === 408 ? { status: 408, message: 'the request took too long to arrive', reason: 'request_timeout' } : undefined;
   }
 }
 
@@ -79,8 +79,10 @@ export function buildWebhookApp(options: WebhookOptions): FastifyInstance {
   app.removeContentTypeParser('text/plain');
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const known = error instanceof ReviewError ? { status: error.statusCode, message: error.message } : bodyError(error);
+    const known =
+      error instanceof ReviewError ? { status: error.statusCode, message: error.message, reason: 'invalid_review' as const } : bodyError(error);
     if (known) {
+      metrics.refused(known.status, known.reason);
       request.log.warn({ status: known.status, reason: known.message }, 'rejected admission request');
       return reply.code(known.status).type('text/plain; charset=utf-8').send(`${oneLine(known.message)}\n`);
     }
@@ -88,9 +90,10 @@ export function buildWebhookApp(options: WebhookOptions): FastifyInstance {
     return reply.code(500).type('text/plain; charset=utf-8').send('internal error while answering the request\n');
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).type('text/plain; charset=utf-8').send(`no route for ${request.method} ${request.url}: POST AdmissionReviews to /\n`),
-  );
+  app.setNotFoundHandler((request, reply) => {
+    metrics.refused(404, 'not_found');
+    return reply.code(404).type('text/plain; charset=utf-8').send(`no route for ${request.method} ${request.url}: POST AdmissionReviews to /\n`);
+  });
 
   app.post('/', async (request, reply) => {
     const { apiVersion, request: admission } = parseReview(request.body);

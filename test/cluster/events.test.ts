@@ -119,4 +119,39 @@ describe('EventRecorder', () => {
     await recorder.close();
     expect(created).toEqual([]);
   });
+
+  it('stays within maxSeries under a churn of namespaces and workloads, still folding recent repeats', async () => {
+    const { sink, created, bumps } = fakeSink();
+    let dropped = 0;
+    const recorder = new EventRecorder({ sink, logger: silent, maxSeries: 500, onDropped: () => dropped++ });
+    let largest = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const event = injected(`w${i}`);
+      recorder.record({ ...event, target: { ...event.target, namespace: `ns-${i % 3000}` } });
+      largest = Math.max(largest, recorder.size);
+      // Let the writes keep up, as they do against a live API server.
+      if (i % 100 === 99) await settle();
+    }
+    await settle();
+    // A workload seen a moment ago is still folded into its Event.
+    const recent = injected('w19999');
+    recorder.record({ ...recent, target: { ...recent.target, namespace: `ns-${19_999 % 3000}` } });
+    await recorder.close(5000);
+    expect(largest).toBeLessThanOrEqual(500);
+    expect(dropped).toBe(0);
+    expect(created).toHaveLength(20_000);
+    expect(bumps.at(-1)).toMatchObject({ name: expect.stringMatching(/^w19999\./), count: 2 });
+  });
+
+  it('drops a new series rather than grow past maxSeries while every remembered one is still waiting to be written', async () => {
+    const { sink } = fakeSink();
+    let dropped = 0;
+    const stuck: EventSink = { ...sink, create: () => new Promise(() => {}) };
+    const recorder = new EventRecorder({ sink: stuck, logger: silent, maxSeries: 10, maxPending: 100, onDropped: () => dropped++ });
+    for (let i = 0; i < 50; i++) recorder.record(injected(`w${i}`));
+    expect(recorder.size).toBe(10);
+    // The first series is being written (its occurrences are no longer waiting), so it made room for one more.
+    expect(dropped).toBe(39);
+    await recorder.close(10);
+  });
 });

@@ -5,7 +5,8 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CoreV1Api, KubeConfig, type V1Namespace } from '@kubernetes/client-node';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
+import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ResilientInformer } from '../../src/cluster/informer.js';
 
@@ -94,7 +95,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setup(options: { watchdogMs?: number } = {}) {
+async function setup(options: { watchdogMs?: number; logger?: Logger } = {}) {
   const fake = new FakeApiServer();
   const url = await fake.start();
   const kc = new KubeConfig();
@@ -111,7 +112,7 @@ async function setup(options: { watchdogMs?: number } = {}) {
     kubeConfig: kc,
     path: '/api/v1/namespaces',
     list: () => api.listNamespace(),
-    logger: silent,
+    logger: options.logger ?? silent,
     initialBackoffMs: 20,
     maxBackoffMs: 100,
     onRestart: (reason) => restarts.push(reason),
@@ -179,6 +180,33 @@ describe('ResilientInformer', () => {
     fake.set('shop', { v: '2' });
     await until('the change after recovery', () => annotations('shop')?.['v'] === '2');
     expect(restarts.every((r) => r === 'error')).toBe(true);
+  });
+
+  it('logs an outage once when it starts and once when it ends, however many attempts it takes', async () => {
+    const lines: Array<{ level: number; msg: string; attempts?: number }> = [];
+    const logger = pino(
+      { level: 'debug' },
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          lines.push(JSON.parse(chunk.toString()));
+          done();
+        },
+      }),
+    );
+    const { fake, informer, restarts, annotations } = await setup({ logger });
+    fake.set('shop', { v: '1' });
+    informer.start();
+    await informer.waitForSync(5000);
+    await until('the watch', () => fake.openWatches === 1);
+    fake.failWatches = 8;
+    fake.closeWatches();
+    await until('eight failed attempts and a healthy watch', () => fake.watches >= 10 && fake.openWatches === 1, 10_000);
+    fake.set('shop', { v: '2' });
+    await until('the change after recovery', () => annotations('shop')?.['v'] === '2');
+    expect(restarts).toHaveLength(8);
+    const about = lines.filter((l) => /watch|list|synced/.test(l.msg));
+    expect(about.map((l) => l.msg)).toEqual(['cache synced', 'watch failed; serving the cache and retrying with backoff', 'watch resumed']);
+    expect(about[2]?.attempts).toBe(8);
   });
 
   it('re-lists when the watch has been silent too long, finding changes it never announced', async () => {

@@ -69,4 +69,32 @@ describe('OwnerResolver', () => {
     await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'rs-0')), 'ns');
     expect(calls.filter((c) => c.endsWith('rs-0'))).toHaveLength(2);
   });
+
+  it('stays within maxEntries under a churn of namespaces and owners, keeping the most recent', async () => {
+    const calls: string[] = [];
+    const churn: OwnerLookup = {
+      async ownersOf(kind, namespace, name) {
+        calls.push(`${kind}/${namespace}/${name}`);
+        return [ref('Deployment', name.replace(/-rs$/, ''))];
+      },
+    };
+    const resolver = new OwnerResolver(churn, silent, { maxEntries: 100 });
+    let largest = 0;
+    for (let i = 0; i < 10_000; i++) {
+      const owner = await resolver.resolve(podOwnedBy(ref('ReplicaSet', `d${i}-rs`)), `ns-${i % 700}`);
+      expect(owner.name).toBe(`d${i}`);
+      largest = Math.max(largest, resolver.size);
+    }
+    expect(largest).toBe(100);
+    calls.length = 0;
+    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'd9999-rs')), `ns-${9999 % 700}`);
+    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'd0-rs')), 'ns-0');
+    expect(calls).toEqual(['ReplicaSet/ns-0/d0-rs']);
+  });
+
+  it('an entry refreshed after its TTL is not counted twice', async () => {
+    const resolver = new OwnerResolver(lookup(owners), silent, { ttlMs: 0, maxEntries: 2 });
+    for (let i = 0; i < 5; i++) await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
+    expect(resolver.size).toBe(1);
+  });
 });

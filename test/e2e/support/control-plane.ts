@@ -36,6 +36,10 @@ export interface ControlPlane {
   stop(): Promise<void>;
   /** recent log lines of a component, for failure messages */
   logs(component: Component): string;
+  /** An outage: stops kube-apiserver, then etcd (SIGTERM); the controller-manager keeps running and retrying. */
+  stopApiServer(): Promise<void>;
+  /** Ends an outage: starts etcd and kube-apiserver again with the same ports, flags and data dir; resolves when ready. */
+  restartApiServer(): Promise<void>;
 }
 
 export interface StartOptions {
@@ -122,7 +126,8 @@ function installExitHook(): void {
 
 function startProcess(name: Component, binDir: string, args: string[], workDir: string): Proc {
   installExitHook();
-  const file = createWriteStream(join(workDir, `${name}.log`));
+  // Appended to: a component started again after an outage keeps its earlier log.
+  const file = createWriteStream(join(workDir, `${name}.log`), { flags: 'a' });
   const log = new RingLog(LOG_LINES, file);
   const child = spawn(join(binDir, name), args, { cwd: workDir, stdio: ['ignore', 'pipe', 'pipe'] });
   liveChildren.add(child);
@@ -445,73 +450,67 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
     // --- etcd
     const etcdClientUrl = `http://127.0.0.1:${etcdClientPort}`;
     const etcdPeerUrl = `http://127.0.0.1:${etcdPeerPort}`;
-    const etcd = startProcess(
-      'etcd',
-      binDir,
-      [
-        '--name=e2e',
-        `--data-dir=${join(workDir, 'etcd')}`,
-        `--listen-client-urls=${etcdClientUrl}`,
-        `--advertise-client-urls=${etcdClientUrl}`,
-        `--listen-peer-urls=${etcdPeerUrl}`,
-        `--initial-advertise-peer-urls=${etcdPeerUrl}`,
-        `--initial-cluster=e2e=${etcdPeerUrl}`,
-        '--initial-cluster-state=new',
-        '--unsafe-no-fsync', // throw-away data: don't pay for fsync
-        '--log-level=warn',
-      ],
-      workDir,
-    );
-    procs.push(etcd);
-    await waitFor(
-      'etcd /health',
-      readyTimeoutMs,
-      async () => {
-        const r = await httpGet(`${etcdClientUrl}/health`);
-        return r.status === 200 && r.body.includes('"health":"true"');
-      },
-      procs,
-      describe,
-    );
+    const etcdArgs = [
+      '--name=e2e',
+      `--data-dir=${join(workDir, 'etcd')}`,
+      `--listen-client-urls=${etcdClientUrl}`,
+      `--advertise-client-urls=${etcdClientUrl}`,
+      `--listen-peer-urls=${etcdPeerUrl}`,
+      `--initial-advertise-peer-urls=${etcdPeerUrl}`,
+      `--initial-cluster=e2e=${etcdPeerUrl}`,
+      '--initial-cluster-state=new',
+      '--unsafe-no-fsync', // throw-away data: don't pay for fsync
+      '--log-level=warn',
+    ];
+    const etcdHealthy = () =>
+      waitFor(
+        'etcd /health',
+        readyTimeoutMs,
+        async () => {
+          const r = await httpGet(`${etcdClientUrl}/health`);
+          return r.status === 200 && r.body.includes('"health":"true"');
+        },
+        procs.filter((p) => p.name === 'etcd'),
+        describe,
+      );
+    procs.push(startProcess('etcd', binDir, etcdArgs, workDir));
+    await etcdHealthy();
 
     // --- kube-apiserver
-    const apiserver = startProcess(
-      'kube-apiserver',
-      binDir,
-      [
-        `--etcd-servers=${etcdClientUrl}`,
-        `--secure-port=${apiPort}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
-        // The default (lease) reconciler would write 127.0.0.1 into Endpoints "kubernetes",
-        // which validation rejects ("may not be in the loopback range"); nothing here needs it.
-        '--endpoint-reconciler-type=none',
-        `--cert-dir=${join(workDir, 'apiserver-certs')}`,
-        `--tls-cert-file=${pki.serverCertPath}`,
-        `--tls-private-key-file=${pki.serverKeyPath}`,
-        `--client-ca-file=${pki.caCertPath}`,
-        '--anonymous-auth=false',
-        '--authorization-mode=RBAC',
-        `--service-account-key-file=${pki.saPublicKeyPath}`,
-        `--service-account-signing-key-file=${pki.saPrivateKeyPath}`,
-        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-        '--service-cluster-ip-range=10.0.0.0/24',
-        // added to the default-on set (which already has them): the webhook under test needs these
-        '--enable-admission-plugins=NamespaceLifecycle,ServiceAccount,MutatingAdmissionWebhook,ValidatingAdmissionWebhook',
-        '--allow-privileged=true',
-        '--profiling=false',
-        ...(options.apiServerArgs ?? []),
-      ],
-      workDir,
-    );
-    procs.push(apiserver);
-    await waitFor(
-      'kube-apiserver /readyz',
-      readyTimeoutMs,
-      async () => (await httpsCall(apiServerUrl, tls, 'GET', '/readyz', undefined, { timeoutMs: 5_000 })).status === 200,
-      procs,
-      describe,
-    );
+    const apiServerArgs = [
+      `--etcd-servers=${etcdClientUrl}`,
+      `--secure-port=${apiPort}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      // The default (lease) reconciler would write 127.0.0.1 into Endpoints "kubernetes",
+      // which validation rejects ("may not be in the loopback range"); nothing here needs it.
+      '--endpoint-reconciler-type=none',
+      `--cert-dir=${join(workDir, 'apiserver-certs')}`,
+      `--tls-cert-file=${pki.serverCertPath}`,
+      `--tls-private-key-file=${pki.serverKeyPath}`,
+      `--client-ca-file=${pki.caCertPath}`,
+      '--anonymous-auth=false',
+      '--authorization-mode=RBAC',
+      `--service-account-key-file=${pki.saPublicKeyPath}`,
+      `--service-account-signing-key-file=${pki.saPrivateKeyPath}`,
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      '--service-cluster-ip-range=10.0.0.0/24',
+      // added to the default-on set (which already has them): the webhook under test needs these
+      '--enable-admission-plugins=NamespaceLifecycle,ServiceAccount,MutatingAdmissionWebhook,ValidatingAdmissionWebhook',
+      '--allow-privileged=true',
+      '--profiling=false',
+      ...(options.apiServerArgs ?? []),
+    ];
+    const apiServerReady = () =>
+      waitFor(
+        'kube-apiserver /readyz',
+        readyTimeoutMs,
+        async () => (await httpsCall(apiServerUrl, tls, 'GET', '/readyz', undefined, { timeoutMs: 5_000 })).status === 200,
+        procs.filter((p) => p.name !== 'kube-controller-manager'),
+        describe,
+      );
+    procs.push(startProcess('kube-apiserver', binDir, apiServerArgs, workDir));
+    await apiServerReady();
 
     // --- kube-controller-manager
     if (options.controllers !== false) {
@@ -559,6 +558,25 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
       workDir,
       stop,
       logs,
+      async stopApiServer() {
+        for (const name of ['kube-apiserver', 'etcd'] as const) {
+          const proc = byName(name);
+          if (proc) await stopProcess(proc);
+        }
+      },
+      async restartApiServer() {
+        // The new processes take the old ones' places, so that stop() still ends them in reverse start order.
+        const relaunch = (name: Component, args: string[]) => {
+          const index = procs.findIndex((p) => p.name === name);
+          const old = procs[index];
+          if (!old || old.exitInfo === undefined) throw new Error(`${name} is still running: call stopApiServer() first`);
+          procs[index] = startProcess(name, binDir, args, workDir);
+        };
+        relaunch('etcd', etcdArgs);
+        await etcdHealthy();
+        relaunch('kube-apiserver', apiServerArgs);
+        await apiServerReady();
+      },
     };
   } catch (err) {
     await stop();

@@ -1,0 +1,108 @@
+/**
+ * Bounds on the values of the admission metrics' labels. The labels carry annotation values that anyone who can create
+ * a pod chooses, and every distinct label set is a series the process keeps until it exits: unbounded values would
+ * grow memory and /metrics without limit (one loop of pods with random `proxy-log-level` values is enough).
+ */
+import { names } from '../engine/index.js';
+import { INBOUND_POLICIES } from '../engine/overrides.js';
+
+/** What a value outside the known set is reported as. */
+export const OTHER = 'other';
+
+/** Distinct free-form values each configuration label reports as themselves; later ones are folded into `other`. */
+export const FREE_FORM_VALUES_PER_LABEL = 8;
+
+/** Most label sets each admission counter keeps; beyond it, new sets are reported with their open labels as `other`. */
+export const MAX_LABEL_SETS = 500;
+
+/** Longest value reported as itself: longer ones are never a setting worth a series. */
+const MAX_VALUE_LENGTH = 63;
+
+const A = names.A;
+const GO_BOOLS = ['1', 't', 'T', 'TRUE', 'true', 'True', '0', 'f', 'F', 'FALSE', 'false', 'False'];
+const ENABLED_DISABLED = ['enabled', 'disabled'];
+/** The proxy's plain log levels; filter expressions ("warn,linkerd=debug") are free-form. */
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'off'];
+
+/**
+ * Annotations whose valid values form a short list: those values pass, anything else (a typo, garbage) is `other`.
+ * Every other configuration annotation (ports, ids, quantities, durations, port lists, subnets, images, versions,
+ * log filters, environment) is free-form and gets the per-label budget.
+ */
+const ENUMERATIONS: ReadonlyMap<string, ReadonlySet<string>> = new Map(
+  Object.entries({
+    [A.enableDebugSidecar]: GO_BOOLS,
+    [A.enableExternalProfiles]: GO_BOOLS,
+    [A.imagePullPolicy]: ['Always', 'IfNotPresent', 'Never'],
+    [A.proxyAdminShutdown]: ENABLED_DISABLED,
+    [A.proxyLogFormat]: ['plain', 'json'],
+    [A.proxyLogLevel]: LOG_LEVELS,
+    [A.proxyLogHttpHeaders]: ['off', 'insecure'],
+    [A.proxyMetricsHostnameLabels]: GO_BOOLS,
+    [A.proxyAwait]: ENABLED_DISABLED,
+    [A.defaultInboundPolicy]: [...INBOUND_POLICIES],
+    [A.accessLog]: ['apache', 'json'],
+    [A.proxyDisableOutboundProtocolDetectTimeout]: GO_BOOLS,
+    [A.proxyDisableInboundProtocolDetectTimeout]: GO_BOOLS,
+    [A.proxyEnableNativeSidecar]: GO_BOOLS,
+  }).map(([key, values]) => [key, new Set(values)]),
+);
+
+/** Enumerations that also take free-form values: a log filter such as "warn,linkerd=debug" gets the budget. */
+const OPEN_ENUMERATIONS: ReadonlySet<string> = new Set([A.proxyLogLevel]);
+
+/** Annotations whose free-form values are not worth a series at all: only whether they are set is reported. */
+const SET_OR_NOT: ReadonlySet<string> = new Set([A.proxyAdditionalEnv]);
+
+/** Whether an annotation's label has a fixed set of values. */
+export function isEnumerated(annotation: string): boolean {
+  return ENUMERATIONS.has(annotation);
+}
+
+/**
+ * Maps each configuration annotation's value to the value its label reports: '' (not set) and known values as they
+ * are, the first FREE_FORM_VALUES_PER_LABEL short free-form values as they are, everything else as `other`. One
+ * instance per process: the budget is spent once and the mapping never changes afterwards, so a series never splits.
+ */
+export class ConfigLabelValues {
+  private readonly seen = new Map<string, Set<string>>();
+
+  constructor(private readonly budget = FREE_FORM_VALUES_PER_LABEL) {}
+
+  value(annotation: string, raw: string | undefined): string {
+    if (raw === undefined || raw === '') return '';
+    const known = ENUMERATIONS.get(annotation);
+    if (known?.has(raw)) return raw;
+    if (known && !OPEN_ENUMERATIONS.has(annotation)) return OTHER;
+    if (SET_OR_NOT.has(annotation)) return OTHER;
+    let values = this.seen.get(annotation);
+    if (!values) this.seen.set(annotation, (values = new Set()));
+    if (values.has(raw)) return raw;
+    if (values.size >= this.budget || raw.length > MAX_VALUE_LENGTH) return OTHER;
+    values.add(raw);
+    return raw;
+  }
+}
+
+/**
+ * Counts the distinct label sets of one counter and says when the cap is reached. The caller then reports a new set
+ * with its open labels (namespace, owner kind, configuration) as `other`, so the sets that remain possible are the
+ * product of the closed labels only (annotation_at, skip, skip_reason).
+ */
+export class LabelSetCap {
+  private readonly keys = new Set<string>();
+
+  constructor(readonly max = MAX_LABEL_SETS) {}
+
+  /** True when `key` is already counted or there is room for it (and counts it). */
+  admit(key: string): boolean {
+    if (this.keys.has(key)) return true;
+    if (this.keys.size >= this.max) return false;
+    this.keys.add(key);
+    return true;
+  }
+
+  get size(): number {
+    return this.keys.size;
+  }
+}

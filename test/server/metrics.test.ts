@@ -1,0 +1,138 @@
+/** Bounded label values of the admission metrics, and the count of refused requests. */
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { handleAdmission, type HandledAdmission } from '../../src/admission/handler.js';
+import type { AdmissionRequest } from '../../src/admission/types.js';
+import { PROXY_ANNOTATIONS } from '../../src/engine/names.js';
+import { ConfigLabelValues, FREE_FORM_VALUES_PER_LABEL, MAX_LABEL_SETS, OTHER } from '../../src/server/metric-labels.js';
+import { InjectorMetrics } from '../../src/server/metrics.js';
+import { buildWebhookApp, MAX_BODY_BYTES } from '../../src/server/webhook.js';
+import { admissionReview } from '../support/admission.js';
+import { pod, testConfig } from '../support/engine.js';
+
+const silent = pino({ level: 'silent' });
+const LOG_LEVEL = 'config.linkerd.io/proxy-log-level';
+
+/** Series of one metric in a scrape. */
+const series = (text: string, name: string) => text.split('\n').filter((l) => l.startsWith(`${name}{`));
+
+/** A real handled admission of a pod that asks for injection, to vary the labels of. */
+async function handledPod(annotations: Record<string, string> = {}): Promise<HandledAdmission> {
+  const review = admissionReview(pod({ annotations: { 'linkerd.io/inject': 'enabled', ...annotations } }));
+  const config = testConfig();
+  return handleAdmission(review['request'] as AdmissionRequest, { config: () => config, namespaceAnnotations: () => undefined });
+}
+
+function withConfiguration(handled: HandledAdmission, configuration: Record<string, string>, owner = 'deployment'): HandledAdmission {
+  if (!handled.result) throw new Error('the sample admission was not evaluated');
+  return { ...handled, owner: { kind: owner, name: 'web' }, result: { ...handled.result, workloadConfiguration: configuration } };
+}
+
+describe('configuration label values', () => {
+  it('enumerations pass their valid values and fold anything else into other', () => {
+    const values = new ConfigLabelValues();
+    expect(values.value(LOG_LEVEL, 'debug')).toBe('debug');
+    expect(values.value('config.linkerd.io/proxy-log-format', 'json')).toBe('json');
+    expect(values.value('config.linkerd.io/proxy-log-format', 'xml')).toBe(OTHER);
+    expect(values.value('config.linkerd.io/image-pull-policy', 'IfNotPresent')).toBe('IfNotPresent');
+    expect(values.value('config.linkerd.io/default-inbound-policy', 'cluster-authenticated')).toBe('cluster-authenticated');
+    expect(values.value('config.linkerd.io/proxy-await', 'sometimes')).toBe(OTHER);
+    expect(values.value('config.linkerd.io/enable-debug-sidecar', 'True')).toBe('True');
+    expect(values.value(LOG_LEVEL, '')).toBe('');
+    expect(values.value(LOG_LEVEL, undefined)).toBe('');
+  });
+
+  it('free-form labels pass their first few distinct values, then fold new ones into other for good', () => {
+    const values = new ConfigLabelValues();
+    const limit = 'config.linkerd.io/proxy-cpu-limit';
+    const first = Array.from({ length: FREE_FORM_VALUES_PER_LABEL }, (_, i) => `${i + 1}`);
+    expect(first.map((v) => values.value(limit, v))).toEqual(first);
+    expect(values.value(limit, '500m')).toBe(OTHER);
+    expect(values.value(limit, '1')).toBe('1');
+    // Each label has its own budget.
+    expect(values.value('config.linkerd.io/admin-port', '4191')).toBe('4191');
+    // A log filter is free-form; a value longer than any setting worth a series never passes.
+    expect(values.value(LOG_LEVEL, 'warn,linkerd=debug')).toBe('warn,linkerd=debug');
+    expect(values.value('config.linkerd.io/proxy-image', `registry.example/${'x'.repeat(80)}`)).toBe(OTHER);
+    expect(values.value('config.linkerd.io/proxy-additional-env', '[{"name":"A","value":"1"}]')).toBe(OTHER);
+  });
+});
+
+describe('admission counters stay bounded', () => {
+  it('100,000 pods with distinct proxy-log-level values add at most the free-form budget of series', async () => {
+    const metrics = new InjectorMetrics({ processMetrics: false });
+    const sample = await handledPod({ [LOG_LEVEL]: 'warn,linkerd=info' });
+    metrics.record(sample, 'shop', 0.001);
+    const before = series(await metrics.metrics(), 'proxy_inject_admission_requests_total').length;
+    for (let i = 0; i < 100_000; i++) {
+      metrics.record(withConfiguration(sample, { [LOG_LEVEL]: `warn,linkerd=debug,x${i}` }), 'shop', 0.001);
+      if (i % 10_000 === 0) await metrics.metrics();
+    }
+    const text = await metrics.metrics();
+    const requests = series(text, 'proxy_inject_admission_requests_total');
+    // The sample (owner: the pod itself) spent one value of the budget; the loop (owner: a Deployment) the rest, then other.
+    expect(before).toBe(1);
+    expect(requests.length).toBe(1 + (FREE_FORM_VALUES_PER_LABEL - 1) + 1);
+    expect(requests.some((l) => l.includes('proxy_log_level="other"'))).toBe(true);
+    const total = requests.reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    expect(total).toBe(100_001);
+    expect(series(text, 'proxy_inject_admission_responses_total').length).toBe(requests.length);
+  });
+
+  it('100,000 pods with distinct namespaces, owner kinds and values in every label stay under the label-set cap', async () => {
+    const metrics = new InjectorMetrics({ processMetrics: false });
+    const sample = await handledPod();
+    for (let i = 0; i < 100_000; i++) {
+      const configuration: Record<string, string> = {};
+      for (const key of PROXY_ANNOTATIONS) configuration[key] = `v${i}`;
+      metrics.record(withConfiguration(sample, configuration, `kind${i % 997}`), `ns-${i}`, 0.001);
+      if (i % 10_000 === 0) await metrics.metrics();
+    }
+    const text = await metrics.metrics();
+    const requests = series(text, 'proxy_inject_admission_requests_total');
+    const responses = series(text, 'proxy_inject_admission_responses_total');
+    // The cap, plus the folded set (one per annotation_at in use).
+    expect(requests.length).toBeLessThanOrEqual(MAX_LABEL_SETS + 1);
+    expect(responses.length).toBeLessThanOrEqual(MAX_LABEL_SETS + 1);
+    expect(metrics.labelSets).toEqual({ requests: MAX_LABEL_SETS, responses: MAX_LABEL_SETS });
+    const folded = requests.find((l) => l.includes('owner_kind="other",namespace="other"'));
+    expect(folded).toMatch(/proxy_log_level="other"/);
+    expect(Number(folded?.slice(folded.lastIndexOf(' ') + 1))).toBe(100_000 - MAX_LABEL_SETS);
+    // Bounded text too: a scrape is at most a few hundred KiB however many pods came by.
+    expect(Buffer.byteLength(text)).toBeLessThan(2 * 1024 * 1024);
+  });
+});
+
+describe('refused requests', () => {
+  it('are counted by status and reason', async () => {
+    const metrics = new InjectorMetrics({ processMetrics: false });
+    const app = buildWebhookApp({
+      sources: { config: () => testConfig(), namespaceAnnotations: () => undefined },
+      metrics,
+      logger: silent,
+    });
+    try {
+      const post = (payload: string, contentType = 'application/json') =>
+        app.inject({ method: 'POST', url: '/', headers: { 'content-type': contentType }, payload });
+      expect((await post('{"apiVersion": ')).statusCode).toBe(400);
+      expect((await post('')).statusCode).toBe(400);
+      expect((await post('[]')).statusCode).toBe(400);
+      expect((await post('[]')).statusCode).toBe(400);
+      expect((await post('kind: AdmissionReview', 'application/yaml')).statusCode).toBe(415);
+      expect((await post(JSON.stringify({ padding: 'x'.repeat(MAX_BODY_BYTES) }))).statusCode).toBe(413);
+      expect((await app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(404);
+      expect((await post(JSON.stringify(admissionReview(pod())))).statusCode).toBe(200);
+      const text = await metrics.metrics();
+      expect(series(text, 'proxy_inject_admission_refusals_total').sort()).toEqual([
+        'proxy_inject_admission_refusals_total{status="400",reason="empty_body"} 1',
+        'proxy_inject_admission_refusals_total{status="400",reason="invalid_json"} 1',
+        'proxy_inject_admission_refusals_total{status="400",reason="invalid_review"} 2',
+        'proxy_inject_admission_refusals_total{status="404",reason="not_found"} 1',
+        'proxy_inject_admission_refusals_total{status="413",reason="body_too_large"} 1',
+        'proxy_inject_admission_refusals_total{status="415",reason="unsupported_media_type"} 1',
+      ]);
+    } finally {
+      await app.close();
+    }
+  });
+});
