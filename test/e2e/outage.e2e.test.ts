@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderChart } from './support/chart.js';
 import { kubeRequest, startControlPlane, type ControlPlane } from './support/control-plane.js';
 import { linkerdWebhookConfiguration, readyStatus, startInjector, tokenKubeconfig, type RunningInjector } from './support/injector.js';
 
@@ -108,14 +109,14 @@ beforeAll(async () => {
   await namespace('linkerd', {}, { 'config.linkerd.io/admission-webhooks': 'disabled' });
   await ok('POST', '/api/v1/namespaces/linkerd/configmaps', { metadata: { name: 'linkerd-config' }, data: { values: values('warn,linkerd=info') } });
   await ok('POST', '/api/v1/namespaces/linkerd/configmaps', { metadata: { name: 'linkerd-identity-trust-roots' }, data: { 'ca-bundle.crt': TRUST_ANCHORS } });
-  // The injector's RBAC, as deploy/rbac.yaml grants it, and a token for its service account.
-  const { loadAllYaml } = await import('@kubernetes/client-node');
-  for (const doc of loadAllYaml(readFileSync(join(REPO_ROOT, 'deploy', 'rbac.yaml'), 'utf8')) as Array<{ apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }>) {
+  // The injector's ServiceAccount and RBAC, rendered from the chart, and a token for its service account.
+  await namespace('proxy-injector');
+  for (const doc of renderChart('proxy-injector', 'proxy-injector', {}, ['--show-only', 'templates/serviceaccount.yaml', '--show-only', 'templates/rbac.yaml'])) {
     const group = doc.apiVersion === 'v1' ? '/api/v1' : `/apis/${doc.apiVersion}`;
-    const plural = `${doc.kind.toLowerCase()}s`;
-    await ok('POST', `${group}${doc.metadata.namespace ? `/namespaces/${doc.metadata.namespace}` : ''}/${plural}`, doc);
+    const plural = `${(doc.kind ?? '').toLowerCase()}s`;
+    await ok('POST', `${group}${doc.metadata?.namespace ? `/namespaces/${doc.metadata.namespace}` : ''}/${plural}`, doc);
   }
-  const token = (await ok('POST', '/api/v1/namespaces/linkerd/serviceaccounts/linkerd-proxy-injector/token', {
+  const token = (await ok('POST', '/api/v1/namespaces/proxy-injector/serviceaccounts/proxy-injector/token', {
     apiVersion: 'authentication.k8s.io/v1',
     kind: 'TokenRequest',
     spec: { audiences: [], expirationSeconds: 3600 },

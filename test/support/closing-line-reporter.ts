@@ -11,8 +11,10 @@ export default class ClosingLineReporter implements Reporter {
         else if (state === 'failed') counts.failed++;
         else counts.skipped++;
       }
-      // A file that failed to load has no tests to count but is a failure all the same.
-      if (module.state() === 'failed' && !module.children.size) counts.failed++;
+      // A file that failed to load, or whose beforeAll failed (its tests then show as skipped), is a failure all the
+      // same: count it once unless one of its tests already did.
+      const testFailed = [...module.children.allTests()].some((t) => t.result().state === 'failed');
+      if (module.state() === 'failed' && !testFailed) counts.failed++;
     }
     counts.failed += unhandledErrors.length;
     process.stdout.write(`\n${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped\n`);
