@@ -7,6 +7,7 @@ import { parseGoDuration } from '../engine/parsers.js';
 import { createLogger, LOG_LEVELS, type LogFormat } from '../server/logger.js';
 import { InjectorMetrics } from '../server/metrics.js';
 import { startServer } from '../server/start.js';
+import type { ServerLimits } from '../server/webhook.js';
 
 const HELP = `Usage: proxy-injector serve [options]
 
@@ -38,6 +39,16 @@ Options:
   --log-format FORMAT          json, pretty, or auto: pretty on a terminal (default auto)
   --shutdown-delay DURATION    keep serving this long after SIGTERM so endpoints drop the pod first (default 0s)
   --shutdown-timeout DURATION  longest in-flight requests may take to finish after that (default 10s)
+
+Limits on the webhook listener (all well inside kube-apiserver's 10 s webhook timeout):
+  --tls-handshake-timeout DURATION  to finish the TLS handshake (default 5s)
+  --header-timeout DURATION    to send a request's headers, from the connection or the previous
+                               response (default 5s)
+  --request-timeout DURATION   to send a whole request, headers and body (default 8s)
+  --keep-alive-timeout DURATION  idle time between requests on a connection (default 30s)
+  --max-connections N          open connections; more are closed as they arrive (default 1000, 0: no limit)
+  --max-requests-per-connection N  then the connection is closed after its response (default 0: no limit)
+  --max-header-bytes N         request line and headers; more gets 431 (default 16384)
   -h, --help                   this help
 `;
 
@@ -57,6 +68,13 @@ const OPTIONS = {
   'log-format': { type: 'string', default: 'auto' },
   'shutdown-delay': { type: 'string', default: '0s' },
   'shutdown-timeout': { type: 'string', default: '10s' },
+  'tls-handshake-timeout': { type: 'string', default: '5s' },
+  'header-timeout': { type: 'string', default: '5s' },
+  'request-timeout': { type: 'string', default: '8s' },
+  'keep-alive-timeout': { type: 'string', default: '30s' },
+  'max-connections': { type: 'string', default: '1000' },
+  'max-requests-per-connection': { type: 'string', default: '0' },
+  'max-header-bytes': { type: 'string', default: '16384' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
@@ -85,6 +103,46 @@ function durationMs(flag: string, text: string): number {
   return Number(ns / 1_000_000n);
 }
 
+function positiveMs(flag: string, text: string): number {
+  const ms = durationMs(flag, text);
+  if (ms <= 0) throw new Error(`--${flag} ${JSON.stringify(text)}: must be longer than 0s`);
+  return ms;
+}
+
+function count(flag: string, text: string, min: number): number {
+  if (!/^\d{1,9}$/.test(text.trim()) || Number(text) < min) {
+    throw new Error(`--${flag} ${JSON.stringify(text)}: expected a whole number of at least ${min}`);
+  }
+  return Number(text);
+}
+
+/** The webhook listener's limits from the flags; a timeout of 0 would mean none, so it is refused. */
+type LimitFlag =
+  | 'tls-handshake-timeout'
+  | 'header-timeout'
+  | 'request-timeout'
+  | 'keep-alive-timeout'
+  | 'max-connections'
+  | 'max-requests-per-connection'
+  | 'max-header-bytes';
+
+export function serverLimits(opts: Record<LimitFlag, string>): ServerLimits {
+  const limits: ServerLimits = {
+    handshakeTimeoutMs: positiveMs('tls-handshake-timeout', opts['tls-handshake-timeout']),
+    headersTimeoutMs: positiveMs('header-timeout', opts['header-timeout']),
+    requestTimeoutMs: positiveMs('request-timeout', opts['request-timeout']),
+    keepAliveTimeoutMs: positiveMs('keep-alive-timeout', opts['keep-alive-timeout']),
+    maxConnections: count('max-connections', opts['max-connections'], 0),
+    maxRequestsPerSocket: count('max-requests-per-connection', opts['max-requests-per-connection'], 0),
+    // Below about 1 KiB even kube-apiserver's own request line and headers would not fit.
+    maxHeaderBytes: count('max-header-bytes', opts['max-header-bytes'], 1024),
+  };
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    throw new Error(`--header-timeout ${opts['header-timeout']} is longer than --request-timeout ${opts['request-timeout']}`);
+  }
+  return limits;
+}
+
 export async function runServe(argv: string[]): Promise<number> {
   const { values: opts } = parseArgs({ args: [...envArgs(process.env), ...argv], options: OPTIONS, allowPositionals: false });
   if (opts.help) {
@@ -99,6 +157,7 @@ export async function runServe(argv: string[]): Promise<number> {
   if (minVersion !== '1.2' && minVersion !== '1.3') throw new Error(`--tls-min-version ${JSON.stringify(minVersion)}: expected 1.2 or 1.3`);
   const shutdownDelayMs = durationMs('shutdown-delay', opts['shutdown-delay']);
   const shutdownTimeoutMs = durationMs('shutdown-timeout', opts['shutdown-timeout']);
+  const limits = serverLimits(opts);
   const sans = (opts['tls-san'] ?? []).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
   const events = opts.events as EventPolicy;
   if (!['all', 'relevant', 'none'].includes(events)) throw new Error(`--events ${JSON.stringify(events)}: expected all, relevant or none`);
@@ -132,6 +191,7 @@ export async function runServe(argv: string[]): Promise<number> {
     logger,
     shutdownDelayMs,
     shutdownTimeoutMs,
+    limits,
   });
 
   return new Promise<number>((resolve) => {

@@ -35,9 +35,17 @@ export class ConnectionTracker {
     return { open: this.inFlight.size, busy };
   }
 
-  /** From now on responses say `Connection: close`; connections with no request in flight are ended now. */
-  closeIdle(): number {
+  /**
+   * From now on responses say `Connection: close`, so each client opens its next connection elsewhere (the balancer no
+   * longer routes new ones here once readiness fails) instead of reusing one that is about to be ended.
+   */
+  drain(): void {
     this.closing = true;
+  }
+
+  /** Drains, and ends now the connections with no request in flight. */
+  closeIdle(): number {
+    this.drain();
     let ended = 0;
     for (const [socket, n] of this.inFlight) {
       if (n === 0) {
