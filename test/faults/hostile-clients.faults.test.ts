@@ -15,10 +15,11 @@ const HANDSHAKE_MS = 5_000;
 const HEADERS_MS = 5_000;
 const REQUEST_MS = 8_000;
 /**
- * Allowance for a loaded two-core machine, where the attackers' own clock runs late: generous, never a speed claim. It
- * still tells the limits from Node's defaults (120 s for a handshake, 60 s for headers, 300 s for a request).
+ * Allowance for a loaded two-core machine, where the attackers' own event loop runs seconds late (its lag is printed):
+ * generous, never a speed claim. It still tells the limits from Node's defaults (120 s for a handshake, 60 s for
+ * headers, 300 s for a request). limits.faults.test.ts measures each limit closely on an idle server.
  */
-const SLACK_MS = 10_000;
+const SLACK_MS = 15_000;
 
 /** How many connections of each kind are open at once, and the pause before each reconnects. */
 const PLAN: Record<FaultName, { count: number; pauseMs: number; boundMs: number }> = {
@@ -62,14 +63,16 @@ describe('hostile clients', () => {
       await new Promise((r) => setTimeout(r, 2000));
       const deadline = performance.now() + DURATION_MS - 2000;
       const until = (): boolean => performance.now() >= deadline;
-      const good: ClientTally = { sent: 0, failures: [], latenciesMs: [] };
+      const good: ClientTally = { sent: 0, closes: 0, failures: [], latenciesMs: [] };
       await Promise.all([
         wellBehavedClient({ ...target, workers: 2, keepAlive: true, pauseMs: 20, until }, good),
         wellBehavedClient({ ...target, workers: 1, keepAlive: false, pauseMs: 20, until }, good),
       ]);
-      const tallies = Object.entries(await attackers) as [FaultName, AttackReport[string]][];
+      const report = await attackers;
+      const tallies = Object.entries(report.faults) as [FaultName, AttackReport['faults'][string]][];
 
       const p99 = percentile(good.latenciesMs, 99);
+      const { eventLoopLagMs } = report;
       const lines = tallies.map(([name, t]) => {
         const answers = Object.entries(t.answers).map(([a, n]) => `${a} ×${n}`).join(', ');
         return `  ${name}: ${t.injected} connections, held at most ${Math.round(Math.max(0, ...t.lifetimesMs))} ms; answers: ${answers}`;
@@ -80,6 +83,7 @@ describe('hostile clients', () => {
           `hostile clients (${DURATION_MS / 1000} s, default limits, two shared cores): requests sent ${good.sent}, faults injected ${faults}, ` +
             `failures seen ${good.failures.length}, p50 ${percentile(good.latenciesMs, 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, ` +
             `max ${Math.max(...good.latenciesMs).toFixed(1)} ms`,
+          `  (the attackers' event loop lagged up to ${Math.round(eventLoopLagMs)} ms: their connection times include it)`,
           ...lines,
         ].join('\n'),
       );

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
-import { Agent } from 'node:https';
+import { Agent, request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { connect } from 'node:tls';
 import { dirname, join } from 'node:path';
@@ -110,7 +110,7 @@ describe('SIGTERM', () => {
     await expect(httpsPost(served.webhookUrl, { ca: served.ca, body })).rejects.toThrow(/ECONNREFUSED|ECONNRESET|socket hang up/);
     expect(await served.exited).toBe(0);
     expect(served.logs.some((l) => l.includes('"clean":true'))).toBe(true);
-  }, 20_000);
+  }, 60_000);
 
   it('connections with no request in flight are ended at once: idle keep-alive, and handshaken but never used', async () => {
     const served = await serve(['--shutdown-timeout', '30s']);
@@ -127,7 +127,34 @@ describe('SIGTERM', () => {
     await unusedClosed;
     expect(served.logs.some((l) => l.includes('"clean":true'))).toBe(true);
     agent.destroy();
-  }, 20_000);
+  }, 60_000);
+
+  it('while the shutdown delay runs, requests are still served but each response says Connection: close', async () => {
+    const served = await serve(['--shutdown-delay', '3s', '--shutdown-timeout', '5s']);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const post = (): Promise<{ status: number; connection: string | undefined }> =>
+      new Promise((resolve, reject) => {
+        const target = new URL(served.webhookUrl);
+        const req = request(
+          { host: target.hostname, port: target.port, method: 'POST', path: '/', ca: served.ca, servername: 'localhost', agent,
+            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    expect(await post()).toEqual({ status: 200, connection: 'keep-alive' });
+    served.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await ready(served.adminUrl)).toBe(503);
+    // A keep-alive client reusing its connection during the delay is told to open its next one elsewhere.
+    expect(await post()).toEqual({ status: 200, connection: 'close' });
+    expect(await served.exited).toBe(0);
+    agent.destroy();
+  }, 60_000);
 
   it('a request that never finishes cannot hold the process past the timeout', async () => {
     const served = await serve(['--shutdown-timeout', '500ms']);
@@ -139,7 +166,7 @@ describe('SIGTERM', () => {
     expect(Date.now() - started).toBeLessThan(5000);
     expect(await stuck).toBeInstanceOf(Error);
     expect(served.logs.some((l) => l.includes('did not finish in time'))).toBe(true);
-  }, 20_000);
+  }, 60_000);
 
   it('refuses bad flags with a clear message and exit code 1', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), 'serve', '--tls-min-version', '1.1'], {
@@ -152,5 +179,5 @@ describe('SIGTERM', () => {
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     expect(code).toBe(1);
     expect(stderr).toBe('proxy-injector: --tls-min-version "1.1": expected 1.2 or 1.3\n');
-  }, 20_000);
+  }, 60_000);
 });

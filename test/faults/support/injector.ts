@@ -115,6 +115,8 @@ export async function reviewWithAnswer(name: string): Promise<{ body: string; ex
 
 export interface ClientTally {
   sent: number;
+  /** Responses that said `Connection: close` (the server asking not to reuse the connection). */
+  closes: number;
   failures: string[];
   latenciesMs: number[];
 }
@@ -126,7 +128,7 @@ export function percentile(values: number[], p: number): number {
 }
 
 /** One POST of `body`; resolves with the status and body, rejects on any connection error or after 10 s. */
-function post(host: string, port: number, ca: string, body: string, agent: Agent | false): Promise<{ status: number; text: string }> {
+function post(host: string, port: number, ca: string, body: string, agent: Agent | false): Promise<{ status: number; text: string; close: boolean }> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
@@ -144,7 +146,7 @@ function post(host: string, port: number, ca: string, body: string, agent: Agent
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), close: res.headers.connection === 'close' }));
         res.on('error', reject);
       },
     );
@@ -181,6 +183,7 @@ export async function wellBehavedClient(options: ClientOptions, tally: ClientTal
       try {
         const res = await post(options.host, options.port, options.ca, body, agent);
         tally.latenciesMs.push(performance.now() - started);
+        if (res.close && options.keepAlive) tally.closes++;
         if (res.status !== 200) tally.failures.push(`status ${res.status}: ${res.text.slice(0, 200)}`);
         else if (!isDeepStrictEqual(JSON.parse(res.text), expected)) tally.failures.push(`unexpected answer: ${res.text.slice(0, 200)}`);
       } catch (err) {
