@@ -60,6 +60,14 @@ export const DEFAULT_LIMITS: ServerLimits = {
 /** Node checks header and request timeouts on a timer; this often, so a timeout is enforced within about a second. */
 const CONNECTIONS_CHECKING_INTERVAL_MS = 500;
 
+/**
+ * V8's JSON syntax errors quote the body around the error (`Unexpected token 's', ..."x":secretval"... is not valid
+ * JSON`). The reason is logged and sent back, so it says where the error is, never what the body holds.
+ */
+function withoutQuotedBody(message: string): string {
+  return message.replace(/, (?:\.\.\.)?"[\s\S]*"(?:\.\.\.)? is not valid JSON$/, '');
+}
+
 /** Fastify's body errors, mapped to the status and one-line reason the API server will log. */
 function bodyError(error: FastifyError): { status: number; message: string } | undefined {
   switch (error.code) {
@@ -70,7 +78,7 @@ function bodyError(error: FastifyError): { status: number; message: string } | u
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return { status: 400, message: 'the body is empty' };
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return { status: 400, message: `the body is not valid JSON: ${error.message}` };
+      return { status: 400, message: `the body is not valid JSON: ${withoutQuotedBody(error.message)}` };
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return { status: 400, message: 'the Content-Length does not match the body' };
     default:

@@ -15,11 +15,11 @@ const HANDSHAKE_MS = 5_000;
 const HEADERS_MS = 5_000;
 const REQUEST_MS = 8_000;
 /**
- * Allowance for a loaded two-core machine, where the attackers' own event loop runs seconds late (its lag is printed):
- * generous, never a speed claim. It still tells the limits from Node's defaults (120 s for a handshake, 60 s for
- * headers, 300 s for a request). limits.faults.test.ts measures each limit closely on an idle server.
+ * Allowance for a loaded two-core machine, where both the server and the attackers' event loop (its lag is printed)
+ * run seconds late: generous, never a speed claim. It still tells the limits from Node's defaults (120 s for a
+ * handshake, 60 s for headers, 300 s for a request). limits.faults.test.ts measures each limit closely on an idle server.
  */
-const SLACK_MS = 15_000;
+const SLACK_MS = 30_000;
 
 /** How many connections of each kind are open at once, and the pause before each reconnects. */
 const PLAN: Record<FaultName, { count: number; pauseMs: number; boundMs: number }> = {
