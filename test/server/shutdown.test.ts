@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { admissionReview } from '../support/admission.js';
 import { pod, TRUST_ANCHORS } from '../support/engine.js';
 import { httpsPost } from '../support/https.js';
+import { listeningUrls } from '../support/process.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -47,23 +48,7 @@ async function serve(extra: string[]): Promise<Served> {
   running.push(child);
   const logs: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const listening = new Promise<{ webhook: string; admin: string }>((resolve, reject) => {
-    let buffer = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString();
-      let nl;
-      while ((nl = buffer.indexOf('\n')) >= 0) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        logs.push(line);
-        const entry = JSON.parse(line) as Record<string, string>;
-        if (entry['msg'] === 'proxy-injector listening') resolve({ webhook: entry['webhook'] ?? '', admin: entry['admin'] ?? '' });
-      }
-    });
-    child.stderr?.on('data', (chunk: Buffer) => logs.push(chunk.toString()));
-    void exited.then((code) => reject(new Error(`serve exited with ${code}: ${logs.join('\n')}`)));
-  });
-  const urls = await listening;
+  const urls = await listeningUrls(child, logs, exited);
   return { child, webhookUrl: urls.webhook, adminUrl: urls.admin, ca: readFileSync(join(dir, 'tls', 'ca.crt'), 'utf8'), exited, logs };
 }
 

@@ -17,6 +17,7 @@ import { defaultValues, withTrustAnchors } from '../../../src/engine/index.js';
 import { admissionReview } from '../../support/admission.js';
 import type { AttackPlan, AttackReport } from './attack-process.js';
 import { pod } from '../../support/engine.js';
+import { listeningUrls } from '../../support/process.js';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const anchorsPath = join(root, 'examples', 'trust-anchors.pem');
@@ -70,23 +71,7 @@ export async function startInjector(tls: string, extra: string[] = []): Promise<
       resolve(code);
     }),
   );
-  const urls = await new Promise<{ webhook: string; admin: string }>((resolve, reject) => {
-    let buffer = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString();
-      let nl;
-      while ((nl = buffer.indexOf('\n')) >= 0) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        logs.push(line);
-        if (!line.includes('proxy-injector listening')) continue;
-        const entry = JSON.parse(line) as Record<string, string>;
-        resolve({ webhook: entry['webhook'] ?? '', admin: entry['admin'] ?? '' });
-      }
-    });
-    child.stderr?.on('data', (chunk: Buffer) => logs.push(chunk.toString()));
-    void exited.then((code) => reject(new Error(`serve exited with ${code}: ${logs.join('\n')}`)));
-  });
+  const urls = await listeningUrls(child, logs, exited);
   const webhook = new URL(urls.webhook);
   return { child, host: webhook.hostname, port: Number(webhook.port), adminUrl: urls.admin, webhookUrl: urls.webhook, logs, exited };
 }
