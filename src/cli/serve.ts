@@ -6,6 +6,7 @@ import { parseGoDuration } from '../engine/parsers.js';
 import { createLogger, LOG_LEVELS, type LogFormat } from '../server/logger.js';
 import { InjectorMetrics } from '../server/metrics.js';
 import { parseListenAddress, startServer } from '../server/start.js';
+import type { ServerLimits } from '../server/webhook.js';
 import { parseCommandArgs } from './command-io.js';
 import { UsageError } from './inject-flags.js';
 
@@ -40,6 +41,16 @@ Options:
   --log-format FORMAT          json, pretty, or auto: pretty on a terminal (default auto)
   --shutdown-delay DURATION    keep serving this long after SIGTERM so endpoints drop the pod first (default 0s)
   --shutdown-timeout DURATION  longest in-flight requests may take to finish after that (default 10s)
+
+Limits on the webhook listener (all well inside kube-apiserver's 10 s webhook timeout):
+  --tls-handshake-timeout DURATION  to finish the TLS handshake (default 5s)
+  --header-timeout DURATION    to send a request's headers, from the connection or the previous
+                               response (default 5s)
+  --request-timeout DURATION   to send a whole request, headers and body (default 8s)
+  --keep-alive-timeout DURATION  idle time between requests on a connection (default 30s)
+  --max-connections N          open connections; more are closed as they arrive (default 1000, 0: no limit)
+  --max-requests-per-connection N  then the connection is closed after its response (default 0: no limit)
+  --max-header-bytes N         request line and headers; more gets 431 (default 16384)
   -h, --help                   this help
 `;
 
@@ -59,6 +70,13 @@ const OPTIONS = {
   'log-format': { type: 'string', default: 'auto' },
   'shutdown-delay': { type: 'string', default: '0s' },
   'shutdown-timeout': { type: 'string', default: '10s' },
+  'tls-handshake-timeout': { type: 'string', default: '5s' },
+  'header-timeout': { type: 'string', default: '5s' },
+  'request-timeout': { type: 'string', default: '8s' },
+  'keep-alive-timeout': { type: 'string', default: '30s' },
+  'max-connections': { type: 'string', default: '1000' },
+  'max-requests-per-connection': { type: 'string', default: '0' },
+  'max-header-bytes': { type: 'string', default: '16384' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
@@ -90,6 +108,46 @@ function durationMs(label: string, text: string): number {
   return Number(ns / 1_000_000n);
 }
 
+function positiveMs(label: string, text: string): number {
+  const ms = durationMs(label, text);
+  if (ms <= 0) throw new UsageError(`${label} ${JSON.stringify(text)}: must be longer than 0s`);
+  return ms;
+}
+
+function count(label: string, text: string, min: number): number {
+  if (!/^\d{1,9}$/.test(text.trim()) || Number(text) < min) {
+    throw new UsageError(`${label} ${JSON.stringify(text)}: expected a whole number of at least ${min}`);
+  }
+  return Number(text);
+}
+
+/** The webhook listener's limits from the flags; a timeout of 0 would mean none, so it is refused. */
+type LimitFlag =
+  | 'tls-handshake-timeout'
+  | 'header-timeout'
+  | 'request-timeout'
+  | 'keep-alive-timeout'
+  | 'max-connections'
+  | 'max-requests-per-connection'
+  | 'max-header-bytes';
+
+export function serverLimits(opts: Record<LimitFlag, string>, label: (name: LimitFlag) => string = (name) => `--${name}`): ServerLimits {
+  const limits: ServerLimits = {
+    handshakeTimeoutMs: positiveMs(label('tls-handshake-timeout'), opts['tls-handshake-timeout']),
+    headersTimeoutMs: positiveMs(label('header-timeout'), opts['header-timeout']),
+    requestTimeoutMs: positiveMs(label('request-timeout'), opts['request-timeout']),
+    keepAliveTimeoutMs: positiveMs(label('keep-alive-timeout'), opts['keep-alive-timeout']),
+    maxConnections: count(label('max-connections'), opts['max-connections'], 0),
+    maxRequestsPerSocket: count(label('max-requests-per-connection'), opts['max-requests-per-connection'], 0),
+    // Below about 1 KiB even kube-apiserver's own request line and headers would not fit.
+    maxHeaderBytes: count(label('max-header-bytes'), opts['max-header-bytes'], 1024),
+  };
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    throw new UsageError(`${label('header-timeout')} ${opts['header-timeout']} is longer than ${label('request-timeout')} ${opts['request-timeout']}`);
+  }
+  return limits;
+}
+
 export async function runServe(argv: string[]): Promise<number> {
   const fromEnv = envArgs(process.env);
   const { values: opts, tokens } = parseCommandArgs({ args: [...fromEnv, ...argv], options: OPTIONS, allowPositionals: false, tokens: true });
@@ -110,6 +168,7 @@ export async function runServe(argv: string[]): Promise<number> {
   if (minVersion !== '1.2' && minVersion !== '1.3') throw new UsageError(`${label('tls-min-version')} ${JSON.stringify(minVersion)}: expected 1.2 or 1.3`);
   const shutdownDelayMs = durationMs(label('shutdown-delay'), opts['shutdown-delay']);
   const shutdownTimeoutMs = durationMs(label('shutdown-timeout'), opts['shutdown-timeout']);
+  const limits = serverLimits(opts, label);
   const sans = (opts['tls-san'] ?? []).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
   const events = opts.events as EventPolicy;
   if (!['all', 'relevant', 'none'].includes(events)) throw new UsageError(`${label('events')} ${JSON.stringify(events)}: expected all, relevant or none`);
@@ -150,6 +209,7 @@ export async function runServe(argv: string[]): Promise<number> {
     logger,
     shutdownDelayMs,
     shutdownTimeoutMs,
+    limits,
   });
 
   return new Promise<number>((resolve) => {

@@ -10,10 +10,20 @@ import type { TLSSocket } from 'node:tls';
 
 export class ConnectionTracker {
   private readonly inFlight = new Map<TLSSocket, number>();
-  private closing = false;
+  /** Responses say `Connection: close` (set when the shutdown starts, before the delay). */
+  private draining = false;
+  /** The listener is closed and idle connections were ended (after the delay). */
+  private closed = false;
 
   constructor(server: HttpsServer) {
     server.on('secureConnection', (socket: TLSSocket) => {
+      // A handshake that was under way when closing started finishes after closeIdle() looked: it carries no request,
+      // so it is ended now rather than holding the shutdown for its whole timeout (Node stops checking header
+      // timeouts once the listener is closed).
+      if (this.closed) {
+        socket.destroy();
+        return;
+      }
       this.inFlight.set(socket, 0);
       socket.once('close', () => this.inFlight.delete(socket));
     });
@@ -21,7 +31,7 @@ export class ConnectionTracker {
       const socket = request.socket as TLSSocket;
       this.inFlight.set(socket, (this.inFlight.get(socket) ?? 0) + 1);
       // Once closing, the client must not reuse this connection for its next review: it is about to go away.
-      if (this.closing) response.setHeader('connection', 'close');
+      if (this.draining) response.setHeader('connection', 'close');
       response.once('close', () => {
         if (this.inFlight.has(socket)) this.inFlight.set(socket, Math.max(0, (this.inFlight.get(socket) ?? 1) - 1));
       });
@@ -35,9 +45,18 @@ export class ConnectionTracker {
     return { open: this.inFlight.size, busy };
   }
 
-  /** From now on responses say `Connection: close`; connections with no request in flight are ended now. */
+  /**
+   * From now on responses say `Connection: close`, so each client opens its next connection elsewhere (the balancer no
+   * longer routes new ones here once readiness fails) instead of reusing one that is about to be ended.
+   */
+  drain(): void {
+    this.draining = true;
+  }
+
+  /** Drains, and ends now the connections with no request in flight. */
   closeIdle(): number {
-    this.closing = true;
+    this.drain();
+    this.closed = true;
     let ended = 0;
     for (const [socket, n] of this.inFlight) {
       if (n === 0) {

@@ -9,7 +9,7 @@ import { buildAdminApp } from './admin.js';
 import { ConnectionTracker } from './connections.js';
 import { InjectorMetrics } from './metrics.js';
 import { CertificateReloader, ensureCertificates, loadKeyPair } from './tls.js';
-import { buildWebhookApp } from './webhook.js';
+import { buildWebhookApp, type ServerLimits } from './webhook.js';
 
 export interface ListenAddress {
   host: string;
@@ -45,6 +45,8 @@ export interface ServerOptions {
   /** More reasons not to be ready (e.g. caches not synced). */
   extraReadiness?: () => string[];
   onAdmitted?: Parameters<typeof buildWebhookApp>[0]['onAdmitted'];
+  /** The webhook listener's timeouts and sizes; the defaults where not given. */
+  limits?: Partial<ServerLimits>;
 }
 
 export interface RunningServer {
@@ -90,6 +92,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     logger,
     tls: { key: pair.key, cert: pair.cert, minVersion: options.tlsMinVersion },
     ...(options.onAdmitted && { onAdmitted: options.onAdmitted }),
+    ...(options.limits && { limits: options.limits }),
   });
   const admin = buildAdminApp({ metrics, readiness, logger });
 
@@ -116,6 +119,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const shutdown = (reason: string): Promise<boolean> => {
     stopping ??= (async () => {
       closing = true;
+      connections.drain();
       logger.info({ reason, delayMs: options.shutdownDelayMs }, 'shutting down: readiness now fails');
       if (options.shutdownDelayMs > 0) await new Promise((r) => setTimeout(r, options.shutdownDelayMs));
       let timer: NodeJS.Timeout | undefined;

@@ -22,9 +22,43 @@ export interface WebhookOptions {
   tls?: WebhookTls;
   /** Called after each handled admission (events are recorded here; `request.dryRun` says whether they may be). */
   onAdmitted?: (handled: HandledAdmission, request: AdmissionRequest) => void;
-  /** Longest a request may take from its first byte, ms (default 30 s); a stalled client gets 408. */
-  requestTimeoutMs?: number;
+  /** Timeouts and sizes that bound what one client can hold; DEFAULT_LIMITS where not given. */
+  limits?: Partial<ServerLimits>;
 }
+
+/**
+ * What a client may hold on the webhook listener. Every timeout is well inside kube-apiserver's 10 s webhook timeout
+ * (after which the answer is useless anyway), so a slow or stalled client is cut off long before it matters.
+ */
+export interface ServerLimits {
+  /** From TCP accept to a finished TLS handshake (Node's default is 120 s). */
+  handshakeTimeoutMs: number;
+  /** From the connection (or the previous response) to the end of a request's headers; a stalled client gets 408. */
+  headersTimeoutMs: number;
+  /** From the start of a request to the end of its body; a stalled client gets 408. */
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection is kept between requests. */
+  keepAliveTimeoutMs: number;
+  /** Open connections beyond this are closed as they arrive (0: unlimited). */
+  maxConnections: number;
+  /** Requests served on one connection before it is closed (`Connection: close`); 0: unlimited. */
+  maxRequestsPerSocket: number;
+  /** Request line and headers together, bytes; more gets 431. */
+  maxHeaderBytes: number;
+}
+
+export const DEFAULT_LIMITS: ServerLimits = {
+  handshakeTimeoutMs: 5_000,
+  headersTimeoutMs: 5_000,
+  requestTimeoutMs: 8_000,
+  keepAliveTimeoutMs: 30_000,
+  maxConnections: 1_000,
+  maxRequestsPerSocket: 0,
+  maxHeaderBytes: 16 * 1024,
+};
+
+/** Node checks header and request timeouts on a timer; this often, so a timeout is enforced within about a second. */
+const CONNECTIONS_CHECKING_INTERVAL_MS = 500;
 
 /** Fastify's body errors, mapped to the status and one-line reason the API server will log. */
 function bodyError(error: FastifyError): { status: number; message: string; reason: RefusalReason } | undefined {
@@ -62,18 +96,32 @@ export function resourceName(request: AdmissionRequest, handled: HandledAdmissio
 
 export function buildWebhookApp(options: WebhookOptions): FastifyInstance {
   const { logger, metrics, sources } = options;
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  // node:http reads these at construction (the checking interval is fixed then), so they go to createServer itself.
+  const serverOptions = {
+    handshakeTimeout: limits.handshakeTimeoutMs,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+    maxHeaderSize: limits.maxHeaderBytes,
+  };
   const app = Fastify({
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: MAX_BODY_BYTES,
-    requestTimeout: options.requestTimeoutMs ?? 30_000,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    maxRequestsPerSocket: limits.maxRequestsPerSocket,
     onProtoPoisoning: 'remove',
     onConstructorPoisoning: 'remove',
     return503OnClosing: true,
-    ...(options.tls && {
-      https: { key: options.tls.key, cert: options.tls.cert, minVersion: options.tls.minVersion },
-    }),
+    ...(options.tls
+      ? { https: { ...serverOptions, key: options.tls.key, cert: options.tls.cert, minVersion: options.tls.minVersion } }
+      : { http: serverOptions }),
   }) as unknown as FastifyInstance;
+  app.server.headersTimeout = limits.headersTimeoutMs;
+  if (limits.maxConnections > 0) app.server.maxConnections = limits.maxConnections;
 
   // JSON only: anything else is 415 rather than a guess at what the caller meant.
   app.removeContentTypeParser('text/plain');

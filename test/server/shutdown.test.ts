@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
-import { Agent } from 'node:https';
+import { Agent, request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { connect } from 'node:tls';
 import { dirname, join } from 'node:path';
@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { admissionReview } from '../support/admission.js';
 import { pod, TRUST_ANCHORS } from '../support/engine.js';
 import { httpsPost } from '../support/https.js';
+import { listeningUrls } from '../support/process.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -47,23 +48,7 @@ async function serve(extra: string[]): Promise<Served> {
   running.push(child);
   const logs: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const listening = new Promise<{ webhook: string; admin: string }>((resolve, reject) => {
-    let buffer = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString();
-      let nl;
-      while ((nl = buffer.indexOf('\n')) >= 0) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        logs.push(line);
-        const entry = JSON.parse(line) as Record<string, string>;
-        if (entry['msg'] === 'proxy-injector listening') resolve({ webhook: entry['webhook'] ?? '', admin: entry['admin'] ?? '' });
-      }
-    });
-    child.stderr?.on('data', (chunk: Buffer) => logs.push(chunk.toString()));
-    void exited.then((code) => reject(new Error(`serve exited with ${code}: ${logs.join('\n')}`)));
-  });
-  const urls = await listening;
+  const urls = await listeningUrls(child, logs, exited);
   return { child, webhookUrl: urls.webhook, adminUrl: urls.admin, ca: readFileSync(join(dir, 'tls', 'ca.crt'), 'utf8'), exited, logs };
 }
 
@@ -110,7 +95,7 @@ describe('SIGTERM', () => {
     await expect(httpsPost(served.webhookUrl, { ca: served.ca, body })).rejects.toThrow(/ECONNREFUSED|ECONNRESET|socket hang up/);
     expect(await served.exited).toBe(0);
     expect(served.logs.some((l) => l.includes('"clean":true'))).toBe(true);
-  }, 20_000);
+  }, 60_000);
 
   it('connections with no request in flight are ended at once: idle keep-alive, and handshaken but never used', async () => {
     const served = await serve(['--shutdown-timeout', '30s']);
@@ -127,7 +112,34 @@ describe('SIGTERM', () => {
     await unusedClosed;
     expect(served.logs.some((l) => l.includes('"clean":true'))).toBe(true);
     agent.destroy();
-  }, 20_000);
+  }, 60_000);
+
+  it('while the shutdown delay runs, requests are still served but each response says Connection: close', async () => {
+    const served = await serve(['--shutdown-delay', '3s', '--shutdown-timeout', '5s']);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const post = (): Promise<{ status: number; connection: string | undefined }> =>
+      new Promise((resolve, reject) => {
+        const target = new URL(served.webhookUrl);
+        const req = request(
+          { host: target.hostname, port: target.port, method: 'POST', path: '/', ca: served.ca, servername: 'localhost', agent,
+            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    expect(await post()).toEqual({ status: 200, connection: 'keep-alive' });
+    served.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await ready(served.adminUrl)).toBe(503);
+    // A keep-alive client reusing its connection during the delay is told to open its next one elsewhere.
+    expect(await post()).toEqual({ status: 200, connection: 'close' });
+    expect(await served.exited).toBe(0);
+    agent.destroy();
+  }, 60_000);
 
   it('a request that never finishes cannot hold the process past the timeout', async () => {
     const served = await serve(['--shutdown-timeout', '500ms']);
@@ -139,7 +151,7 @@ describe('SIGTERM', () => {
     expect(Date.now() - started).toBeLessThan(5000);
     expect(await stuck).toBeInstanceOf(Error);
     expect(served.logs.some((l) => l.includes('did not finish in time'))).toBe(true);
-  }, 20_000);
+  }, 60_000);
 
   it('refuses bad flags with a clear message, the usage line and exit code 2', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), 'serve', '--tls-min-version', '1.1'], {

@@ -1,0 +1,166 @@
+/**
+ * What node:https and fastify actually enforce for each of `serve`'s limits, measured on a real process with the limits
+ * set short so that each shows within seconds: one connection per fault, on an otherwise idle server.
+ */
+import { connect as tcpConnect } from 'node:net';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FAULTS, newTally, type FaultName, type Target } from './support/attackers.js';
+import { caOf, cleanUp, reviewWithAnswer, startInjector, tlsDir, type Injector } from './support/injector.js';
+
+afterAll(cleanUp);
+
+/** What a loaded machine may add to a timeout before the close is seen: generous, and far below Node's defaults. */
+const SLACK_MS = 3_000;
+
+let injector: Injector;
+let target: Target;
+let body: string;
+
+beforeAll(async () => {
+  const dir = tlsDir();
+  injector = await startInjector(dir, [
+    '--tls-handshake-timeout', '1s', '--header-timeout', '1s', '--request-timeout', '2s', '--keep-alive-timeout', '2s',
+    '--max-connections', '20', '--max-header-bytes', '4096', '--max-requests-per-connection', '3',
+  ]);
+  target = { host: injector.host, port: injector.port, ca: caOf(dir) };
+  body = (await reviewWithAnswer('limits')).body;
+});
+
+async function once(fault: FaultName): Promise<{ lifetimeMs: number; answer: string }> {
+  const tally = newTally();
+  await FAULTS[fault](target, tally, body);
+  return { lifetimeMs: tally.lifetimesMs[0] ?? NaN, answer: [...tally.answers.keys()][0] ?? '' };
+}
+
+function openTls(): Promise<TLSSocket> {
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect({ host: target.host, port: target.port, ca: target.ca, servername: 'localhost' });
+    socket.once('secureConnect', () => resolve(socket)).once('error', reject);
+  });
+}
+
+interface RawResponse {
+  status: number;
+  headers: string;
+}
+
+/** Writes one request on `socket` and reads its whole response (by Content-Length). */
+function exchange(socket: TLSSocket, extraHeaders = ''): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    const onData = (c: Buffer): void => {
+      buffer += c.toString('latin1');
+      const end = buffer.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const headers = buffer.slice(0, end);
+      const length = Number(/content-length: (\d+)/i.exec(headers)?.[1] ?? 0);
+      if (buffer.length - end - 4 < length) return;
+      socket.off('data', onData);
+      resolve({ status: Number(headers.slice(9, 12)), headers: headers.toLowerCase() });
+    };
+    socket.on('data', onData);
+    socket.once('close', () => reject(new Error(`closed before a whole response: ${JSON.stringify(buffer.slice(0, 200))}`)));
+    socket.write(
+      `POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extraHeaders}\r\n${body}`,
+    );
+  });
+}
+
+const closedAfter = (socket: TLSSocket): Promise<number> => {
+  const started = performance.now();
+  return new Promise((resolve) => socket.once('close', () => resolve(performance.now() - started)));
+};
+
+describe('the limits of serve, set short', () => {
+  it('a connection that never starts its TLS handshake is closed at --tls-handshake-timeout', async () => {
+    const { lifetimeMs, answer } = await once('no handshake');
+    expect(answer).toBe('closed without an answer');
+    expect(lifetimeMs).toBeGreaterThan(900);
+    expect(lifetimeMs).toBeLessThan(1000 + SLACK_MS);
+  });
+
+  it('a handshake abandoned midway is closed at --tls-handshake-timeout', async () => {
+    const { lifetimeMs } = await once('handshake abandoned midway');
+    expect(lifetimeMs).toBeGreaterThan(900);
+    expect(lifetimeMs).toBeLessThan(1000 + SLACK_MS);
+  });
+
+  it('a handshaken connection that sends nothing gets 408 at --header-timeout', async () => {
+    const { lifetimeMs, answer } = await once('idle after handshake');
+    expect(answer).toBe('408');
+    expect(lifetimeMs).toBeGreaterThan(900);
+    expect(lifetimeMs).toBeLessThan(1000 + SLACK_MS);
+  });
+
+  it('headers sent a byte at a time get 408 at --header-timeout', async () => {
+    const { lifetimeMs, answer } = await once('slow headers');
+    expect(answer).toBe('408');
+    expect(lifetimeMs).toBeLessThan(1000 + SLACK_MS);
+  });
+
+  it('a body sent a byte at a time gets 408 at --request-timeout', async () => {
+    const { lifetimeMs, answer } = await once('slow body');
+    expect(answer).toBe('408');
+    expect(lifetimeMs).toBeGreaterThan(1800);
+    expect(lifetimeMs).toBeLessThan(2000 + SLACK_MS);
+  });
+
+  it('an idle keep-alive connection is closed at --keep-alive-timeout after its last response', async () => {
+    const socket = await openTls();
+    const response = await exchange(socket);
+    expect(response.status).toBe(200);
+    expect(response.headers).toMatch(/keep-alive: timeout=2/);
+    const idleMs = await closedAfter(socket);
+    expect(idleMs).toBeGreaterThan(1500);
+    expect(idleMs).toBeLessThan(2000 + SLACK_MS);
+  });
+
+  it('headers over --max-header-bytes get 431; under it they are served', async () => {
+    const small = await openTls();
+    expect((await exchange(small, `X-Pad: ${'p'.repeat(3000)}\r\n`)).status).toBe(200);
+    small.destroy();
+    const { answer } = await once('oversized headers');
+    expect(answer).toBe('431');
+  });
+
+  it('the response that reaches --max-requests-per-connection says Connection: close and the connection ends', async () => {
+    const socket = await openTls();
+    const closed = closedAfter(socket);
+    const first = await exchange(socket);
+    const second = await exchange(socket);
+    const third = await exchange(socket);
+    expect([first.status, second.status, third.status]).toEqual([200, 200, 200]);
+    expect(second.headers).toMatch(/connection: keep-alive/);
+    expect(third.headers).toMatch(/connection: close/);
+    await closed;
+  });
+
+  it('connections beyond --max-connections are closed as they arrive, and served again once others end', async () => {
+    const held = Array.from({ length: 20 }, () => tcpConnect({ host: target.host, port: target.port }).on('error', () => {}));
+    await Promise.all(held.map((s) => new Promise((r) => s.once('connect', r))));
+    // The server counts a connection once it has accepted it; give it a moment to accept all twenty.
+    await new Promise((r) => setTimeout(r, 200));
+    const { answer, lifetimeMs } = await once('no handshake');
+    expect(answer).toBe('closed without an answer');
+    expect(lifetimeMs).toBeLessThan(900);
+    for (const s of held) s.destroy();
+    await new Promise((r) => setTimeout(r, 200));
+    const socket = await openTls();
+    expect((await exchange(socket)).status).toBe(200);
+    socket.destroy();
+  });
+
+  it('plain HTTP on the TLS port is closed without an HTTP answer', async () => {
+    const { answer } = await once('plain HTTP');
+    expect(answer).toBe('closed without an answer');
+  });
+
+  it('refuses limits that make no sense with a clear message', async () => {
+    await expect(startInjector(tlsDir(), ['--header-timeout', '9s', '--request-timeout', '8s'])).rejects.toThrow(
+      /--header-timeout 9s is longer than --request-timeout 8s/,
+    );
+    await expect(startInjector(tlsDir(), ['--request-timeout', '0s'])).rejects.toThrow(/--request-timeout "0s": must be longer than 0s/);
+    await expect(startInjector(tlsDir(), ['--max-header-bytes', '10'])).rejects.toThrow(/--max-header-bytes "10": expected a whole number of at least 1024/);
+  });
+});
