@@ -5,6 +5,7 @@ import {
   isEngineError,
   type InjectionResult,
   type InjectorConfig,
+  riskWarning,
   type Owner,
 } from '../engine/index.js';
 import { INJECT_ANNOTATION } from '../engine/names.js';
@@ -86,7 +87,8 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
       config,
       ...(owner && { owner }),
     });
-    const response = allow(uid, boundedWarnings(result.warnings));
+    // kubectl prints warnings to whoever created the pod: the start-up risks belong there too.
+    const response = allow(uid, boundedWarnings([...result.warnings, ...result.risks.map(riskWarning)]));
     if (result.patch.length > 0) {
       response.patchType = 'JSONPatch';
       response.patch = Buffer.from(JSON.stringify(result.patch)).toString('base64');

@@ -83,7 +83,7 @@ function withoutNulls(value: Json): Json {
 }
 
 /** `add` operations for annotations under `<path>`, creating the metadata and the map when missing. */
-function annotationOps(owner: Record<string, unknown>, path: string, entries: Record<string, string>): PatchOp[] {
+export function annotationOps(owner: Record<string, unknown>, path: string, entries: Record<string, string>): PatchOp[] {
   if (Object.keys(entries).length === 0) return [];
   const metadata = owner['metadata'];
   const ops: PatchOp[] = [];
@@ -186,7 +186,11 @@ export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectR
     if (isEngineError(err)) return fail(err.message);
     throw err;
   }
-  const checks = [...checksOf(result), ...result.warnings.map((w): Check => ({ mark: WARN, text: w }))];
+  const checks = [
+    ...checksOf(result),
+    ...result.warnings.map((w): Check => ({ mark: WARN, text: w })),
+    ...result.risks.map((r): Check => ({ mark: WARN, text: `${r.text}; fix: ${r.fix}` })),
+  ];
   const hard = result.reasons.filter((r) => HARD_REASONS.has(r.code));
   if (hard.length > 0) return fail(hard.map((r) => r.text).join(', '), checks);
   report.checks = checks;
@@ -205,13 +209,13 @@ function readConfigFile(cwd: string, file: string, what: string): string {
   }
 }
 
-interface Configured {
+export interface Configured {
   values: LinkerdValues;
   warnings: Check[];
 }
 
 /** Values (embedded or --values) with the trust anchors from --trust-anchors, the values, or the demo root. */
-function configure(opts: ParsedOptions, cwd: string, manual: boolean): Configured {
+export function configure(opts: ParsedOptions, cwd: string, manual: boolean): Configured {
   let values = typeof opts['values'] === 'string' ? loadValues(readConfigFile(cwd, opts['values'], '--values')) : defaultValues();
   const warnings: Check[] = [];
   const anchorsFile = opts['trust-anchors'];
@@ -241,7 +245,7 @@ function configure(opts: ParsedOptions, cwd: string, manual: boolean): Configure
   return { values, warnings };
 }
 
-const BOOLEAN_OPTIONS = new Set([
+export const BOOLEAN_OPTIONS = new Set([
   ...PROXY_FLAGS.filter((f) => f.type === 'boolean').map((f) => f.name),
   ...Object.entries(GENERAL_OPTIONS)
     .filter(([, o]) => o.type === 'boolean')
