@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** The `proxy-injector` command line: dispatches to subcommands. */
-import { runExample } from './example.js';
+import { runCheckCommand } from './check.js';
+import { runExplainCommand } from './explain.js';
 import { runInjectCommand } from './inject.js';
 import { runUninjectCommand } from './uninject.js';
 import { runServe } from './serve.js';
@@ -10,9 +11,11 @@ const USAGE = `Usage: proxy-injector <command> [options]
 
 Commands:
   serve                Run the admission webhook (HTTPS) and its admin listener.
-  example [POD_FILE]   Run the injection engine on a pod manifest (default: the bundled
-                       examples/pod.yaml) with the embedded Linkerd defaults, and print the
-                       decision and JSON patch the webhook would return.
+  explain FILE|DIR|- ...
+                       Say whether the webhook will inject each pod or workload and why, how the
+                       pod will start (iptables rules, proxy, await hook, app), and the start-up
+                       risks with their fixes.
+  check cni            Check a node's CNI configuration for the Linkerd CNI plugin.
   inject [--manual] FILE|DIR|- ...
                        Add Linkerd to Kubernetes manifests: the linkerd.io/inject annotation, or
                        with --manual the proxy itself, as 'linkerd inject' does.
@@ -29,8 +32,10 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'serve':
       return runServe(rest);
-    case 'example':
-      return runExample(rest);
+    case 'explain':
+      return runExplainCommand(rest);
+    case 'check':
+      return runCheckCommand(rest);
     case 'inject':
       return runInjectCommand(rest);
     case 'uninject':
