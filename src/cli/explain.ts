@@ -3,18 +3,18 @@
  * pod will start (linkerd-init and its iptables rules, or the CNI validator; the proxy; the await hook; the app), and
  * what may go wrong at start-up, with the fix.
  */
-import { parseArgs } from 'node:util';
 import {
   isEngineError,
   iptablesPlan,
   inject,
   locate,
+  runAsUser,
   type InjectionResult,
   type IptablesPlan,
   type SkipReasonCode,
   type StartupRisk,
 } from '../engine/index.js';
-import { isObject, objectsIn, type Container } from '../engine/k8s.js';
+import { isObject, objectsIn, type Container, type PodSpec } from '../engine/k8s.js';
 import {
   A,
   DEBUG_CONTAINER,
@@ -25,18 +25,9 @@ import {
   VALIDATOR_CONTAINER,
 } from '../engine/names.js';
 import { isWorkloadKind, stringMap } from '../engine/workload.js';
-import { failure, readProcessStdin, stdinReader, usageFailure, type CliIo, type CliResult } from './command-io.js';
-import {
-  GENERAL_OPTIONS,
-  UsageError,
-  annotationsFor,
-  flagAnnotations,
-  normalizeBooleanArgs,
-  proxyFlagOptions,
-  type FlagAnnotations,
-  type ParsedOptions,
-} from './inject-flags.js';
-import { BOOLEAN_OPTIONS, annotationOps, configure, nameOf, type Configured } from './inject.js';
+import { failure, runOnProcess, stdinReader, usageFailure, type CliIo, type CliResult } from './command-io.js';
+import { UsageError, annotationsFor, flagAnnotations, parseManifestArgs, type FlagAnnotations, type ParsedOptions } from './inject-flags.js';
+import { annotationOps, configure, nameOf, type Configured } from './inject.js';
 import { InputError, readManifests, transformManifests, type Manifest } from './manifests.js';
 import { applyToValue } from './yaml-patch.js';
 
@@ -130,8 +121,8 @@ function postStartCommand(c: Container): string | undefined {
 interface SequenceContext {
   cni: boolean;
   native: boolean;
-  await: boolean;
   proxyUid: number;
+  spec: PodSpec;
 }
 
 /** The pod's start-up, read from the injected pod spec in the order the kubelet runs it. */
@@ -184,7 +175,7 @@ function startupSequence(inits: Container[], containers: Container[], ctx: Seque
       if (proxyStarted) network = 'its traffic goes through the proxy, which is running';
       else if (redirected || ctx.cni) {
         network =
-          runsAs(c) === ctx.proxyUid
+          runAsUser(c, ctx.spec) === ctx.proxyUid
             ? `it runs as the proxy's uid ${ctx.proxyUid}, so its traffic bypasses the redirect (unmeshed)`
             : 'its traffic is already redirected to the proxy, which has not started: it has no network';
       } else network = 'the rules are not written yet: its traffic is not meshed';
@@ -212,11 +203,6 @@ function startupSequence(inits: Container[], containers: Container[], ctx: Seque
     steps.push({ phase: 'container', container: name, from: linkerd ? 'linkerd' : 'workload', what: when });
   }
   return { steps, errors };
-}
-
-function runsAs(c: Container): number | undefined {
-  const sc = isObject(c.securityContext) ? c.securityContext['runAsUser'] : undefined;
-  return typeof sc === 'number' ? sc : undefined;
 }
 
 interface ExplainSettings {
@@ -267,24 +253,22 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
     explanation.decision.reasons.push({ code: 'udp_ports_enabled', text: 'the pod declares UDP ports: UDP traffic does not go through the proxy' });
   }
   const injected = locate(applyToValue(flagged, result.patch)).template ?? {};
-  const spec = isObject(injected.spec) ? injected.spec : {};
-  const mode = result.proxy;
-  const { steps, errors } = startupSequence(objectsIn<Container>(spec.initContainers), objectsIn<Container>(spec.containers), {
-    cni: mode?.cni ?? false,
-    native: mode?.nativeSidecar ?? false,
-    await: mode?.await ?? false,
-    proxyUid: proxyUidOf(objectsIn<Container>([...objectsIn<Container>(spec.initContainers), ...objectsIn<Container>(spec.containers)])) ?? s.configured.values.proxy.uid,
+  const spec: PodSpec = isObject(injected.spec) ? injected.spec : {};
+  const inits = objectsIn<Container>(spec.initContainers);
+  const containers = objectsIn<Container>(spec.containers);
+  const proxy = [...inits, ...containers].find((c) => c.name === PROXY_CONTAINER);
+  const { steps, errors } = startupSequence(inits, containers, {
+    cni: result.proxy?.cni ?? false,
+    native: result.proxy?.nativeSidecar ?? false,
+    // The uid the proxy was rendered with, which the pod's annotations may have changed.
+    proxyUid: (proxy && runAsUser(proxy, spec)) ?? s.configured.values.proxy.uid,
+    spec,
   });
   explanation.startup = steps;
   explanation.warnings.push(...errors);
   const plan = steps.find((st) => st.iptables)?.iptables;
   if (plan) explanation.iptables = plan;
   return explanation;
-}
-
-function proxyUidOf(containers: Container[]): number | undefined {
-  const proxy = containers.find((c) => c.name === PROXY_CONTAINER);
-  return proxy ? runsAs(proxy) : undefined;
 }
 
 /** What asked for injection, in words. */
@@ -358,20 +342,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
   let json: boolean;
   let namespaceFlags: Record<string, string>;
   try {
-    const parsed = parseArgs({
-      args: normalizeBooleanArgs(argv, new Set([...BOOLEAN_OPTIONS, 'cni'])),
-      options: {
-        ...GENERAL_OPTIONS,
-        ...proxyFlagOptions(),
-        'namespace-annotation': { type: 'string', multiple: true },
-        cni: { type: 'boolean' },
-      },
-      allowPositionals: true,
-      allowNegative: true,
-      strict: true,
-    });
-    opts = parsed.values as ParsedOptions;
-    inputs = parsed.positionals;
+    ({ opts, inputs } = parseManifestArgs(argv, { 'namespace-annotation': { type: 'string', multiple: true }, cni: { type: 'boolean' } }));
     if (opts['help'] === true) return { stdout: EXPLAIN_HELP, stderr: '', code: 0 };
     const output = opts['output'];
     if (output !== undefined && output !== 'text' && output !== 'json') {
@@ -438,8 +409,5 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
 
 /** `proxy-injector explain` on the process's stdin, stdout and stderr. */
 export async function runExplainCommand(args: string[]): Promise<number> {
-  const result = await runExplain(args, { stdin: readProcessStdin, cwd: process.cwd() });
-  process.stdout.write(result.stdout);
-  process.stderr.write(result.stderr);
-  return result.code;
+  return runOnProcess(runExplain, args);
 }

@@ -4,7 +4,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import {
   SKIP_REASON_TEXT,
   defaultValues,
@@ -24,21 +23,18 @@ import { A, INJECT_ANNOTATION, INJECT_DISABLED, INJECT_ENABLED, INJECT_INGRESS }
 import { addMapEntries } from '../engine/patch.js';
 import { isWorkloadKind, stringMap } from '../engine/workload.js';
 import {
-  GENERAL_OPTIONS,
   INJECT_HELP,
-  PROXY_FLAGS,
   UsageError,
   annotationsFor,
   flagAnnotations,
-  normalizeBooleanArgs,
-  proxyFlagOptions,
+  parseManifestArgs,
   type FlagAnnotations,
   type ParsedOptions,
 } from './inject-flags.js';
 import {
   failure,
   outputFormat,
-  readProcessStdin,
+  runOnProcess,
   stdinReader,
   usageFailure,
   type CliIo,
@@ -245,13 +241,6 @@ export function configure(opts: ParsedOptions, cwd: string, manual: boolean): Co
   return { values, warnings };
 }
 
-export const BOOLEAN_OPTIONS = new Set([
-  ...PROXY_FLAGS.filter((f) => f.type === 'boolean').map((f) => f.name),
-  ...Object.entries(GENERAL_OPTIONS)
-    .filter(([, o]) => o.type === 'boolean')
-    .map(([name]) => name),
-]);
-
 /** Runs `inject` with the given arguments; nothing is written anywhere, the caller prints the result. */
 export async function runInject(argv: readonly string[], io: CliIo = {}): Promise<CliResult> {
   const cwd = io.cwd ?? process.cwd();
@@ -259,15 +248,7 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
   let inputs: string[];
   let format: OutputFormat;
   try {
-    const parsed = parseArgs({
-      args: normalizeBooleanArgs(argv, BOOLEAN_OPTIONS),
-      options: { ...GENERAL_OPTIONS, ...proxyFlagOptions() },
-      allowPositionals: true,
-      allowNegative: true,
-      strict: true,
-    });
-    opts = parsed.values as ParsedOptions;
-    inputs = parsed.positionals;
+    ({ opts, inputs } = parseManifestArgs(argv));
     if (opts['help'] === true) return { stdout: INJECT_HELP, stderr: '', code: 0 };
     format = outputFormat(opts['output']);
     if (inputs.length === 0) throw new UsageError('no input: give files, directories, or - for stdin');
@@ -316,8 +297,5 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
 
 /** `proxy-injector inject` on the process's stdin, stdout and stderr. */
 export async function runInjectCommand(args: string[]): Promise<number> {
-  const result = await runInject(args, { stdin: readProcessStdin, cwd: process.cwd() });
-  process.stdout.write(result.stdout);
-  process.stderr.write(result.stderr);
-  return result.code;
+  return runOnProcess(runInject, args);
 }
