@@ -41,7 +41,8 @@ export interface StartupRiskInput {
 
 const JOB_KINDS = new Set(['job', 'cronjob']);
 
-function runAsUser(c: Container, spec: PodSpec): number | undefined {
+/** The uid a container runs as: its own securityContext, else the pod's; undefined when the image decides. */
+export function runAsUser(c: Container, spec: PodSpec): number | undefined {
   const own = isObject(c.securityContext) ? c.securityContext['runAsUser'] : undefined;
   if (typeof own === 'number') return own;
   const pod = isObject(spec['securityContext']) ? spec['securityContext']['runAsUser'] : undefined;

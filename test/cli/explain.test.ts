@@ -94,6 +94,13 @@ describe('explain', () => {
     expect(e?.risks.map((r) => r.code)).toEqual(['init_container_network_under_cni', 'proxy_never_exits']);
   });
 
+  it("an init container running as the proxy's uid has network under the CNI plugin, unmeshed, and is no risk", async () => {
+    const asProxy = JOB.replace('          image: curl\n', '          image: curl\n          securityContext:\n            runAsUser: 2102\n');
+    const [e] = await explain(asProxy, '--cni');
+    expect(e?.startup[0]?.what).toContain("it runs as the proxy's uid 2102, so its traffic bypasses the redirect (unmeshed)");
+    expect(e?.risks.map((r) => r.code)).toEqual(['proxy_never_exits']);
+  });
+
   it('with a native sidecar the proxy starts right after linkerd-init, before the workload init containers', async () => {
     const [e] = await explain(JOB, '--native-sidecar');
     expect(steps(e)).toEqual(['init linkerd-init', 'sidecar linkerd-proxy', 'init fetch', 'container migrate']);
