@@ -1,10 +1,5 @@
 #!/usr/bin/env node
 /** The `proxy-injector` command line: dispatches to subcommands. */
-import { runCheckCommand } from './check.js';
-import { runExplainCommand } from './explain.js';
-import { runInjectCommand } from './inject.js';
-import { runUninjectCommand } from './uninject.js';
-import { runServe } from './serve.js';
 import { packageVersion } from './package-info.js';
 
 const USAGE = `Usage: proxy-injector <command> [options]
@@ -30,16 +25,17 @@ Run 'proxy-injector <command> --help' for a command's options.
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
+    // Each command loads only its own modules: the server starts without the manifest tooling, and the reverse.
     case 'serve':
-      return runServe(rest);
+      return (await import('./serve.js')).runServe(rest);
     case 'explain':
-      return runExplainCommand(rest);
+      return (await import('./explain.js')).runExplainCommand(rest);
     case 'check':
-      return runCheckCommand(rest);
+      return (await import('./check.js')).runCheckCommand(rest);
     case 'inject':
-      return runInjectCommand(rest);
+      return (await import('./inject.js')).runInjectCommand(rest);
     case 'uninject':
-      return runUninjectCommand(rest);
+      return (await import('./uninject.js')).runUninjectCommand(rest);
     case 'version':
     case '--version':
       process.stdout.write(`proxy-injector ${packageVersion()}\n`);
