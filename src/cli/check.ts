@@ -160,7 +160,7 @@ export function checkCni(options: CniCheckOptions): CniReport {
   } else {
     checks.push({ mark: OK, text: `linkerd-cni is chained after the primary plugin ${primary} (plugins: ${types.join(', ')})` });
   }
-  if (at >= 0 && at < types.length - 1) {
+  if (at < types.length - 1) {
     checks.push({
       mark: WARN,
       text:
