@@ -6,6 +6,7 @@ import {
   locate,
   type InjectionResult,
   type InjectorConfig,
+  riskWarning,
   type Owner,
 } from '../engine/index.js';
 import { INJECT_ANNOTATION } from '../engine/names.js';
@@ -101,7 +102,8 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
       config,
       ...(owner && { owner }),
     });
-    const warnings = boundedWarnings(result.warnings);
+    // kubectl prints warnings to whoever created the pod: the start-up risks belong there too.
+    const warnings = boundedWarnings([...result.warnings, ...result.risks.map(riskWarning)]);
     const response = allow(uid, warnings);
     if (result.patch.length > 0) {
       response.patchType = 'JSONPatch';

@@ -81,3 +81,11 @@ export function outputFormat(value: unknown): OutputFormat {
   if (value === 'json') return 'json';
   throw new UsageError(`--output ${JSON.stringify(value)}: expected yaml or json`);
 }
+
+/** Runs a manifest command on the process's stdin, stdout and stderr, and returns its exit code. */
+export async function runOnProcess(run: (argv: readonly string[], io: CliIo) => Promise<CliResult>, args: readonly string[]): Promise<number> {
+  const result = await run(args, { stdin: readProcessStdin, cwd: process.cwd() });
+  process.stdout.write(result.stdout);
+  process.stderr.write(result.stderr);
+  return result.code;
+}

@@ -7,6 +7,7 @@ import { INBOUND_POLICIES } from '../engine/overrides.js';
 import { parseGoDuration, parseGoInt, parseGoUint, parseQuantity } from '../engine/parsers.js';
 import { parsePortList } from '../engine/ports.js';
 import { isCidr, type LinkerdValues } from '../engine/values.js';
+import { parseCommandArgs } from './command-io.js';
 
 export class UsageError extends Error {
   override readonly name = 'UsageError';
@@ -330,6 +331,29 @@ export function annotationsFor(flags: FlagAnnotations, own: Record<string, strin
   for (const [k, v] of Object.entries(flags.given)) if (k in own && own[k] !== v) out[k] = v;
   if (kind === 'namespace') for (const k of Object.keys(out)) if (!NAMESPACE_INHERITED_ANNOTATIONS.includes(k)) delete out[k];
   return out;
+}
+
+const BOOLEAN_OPTIONS: ReadonlySet<string> = new Set([
+  ...PROXY_FLAGS.filter((f) => f.type === 'boolean').map((f) => f.name),
+  ...Object.entries(GENERAL_OPTIONS)
+    .filter(([, o]) => o.type === 'boolean')
+    .map(([name]) => name),
+]);
+
+/**
+ * Parses the arguments of a manifest command: the general options, every proxy flag, and the command's own `extra`
+ * options. Unknown or malformed options throw; the commands report that as a usage error.
+ */
+export function parseManifestArgs(argv: readonly string[], extra: Record<string, OptionSpec> = {}): { opts: ParsedOptions; inputs: string[] } {
+  const booleans = new Set([...BOOLEAN_OPTIONS, ...Object.keys(extra).filter((k) => extra[k]?.type === 'boolean')]);
+  const parsed = parseCommandArgs({
+    args: normalizeBooleanArgs(argv, booleans),
+    options: { ...GENERAL_OPTIONS, ...proxyFlagOptions(), ...extra },
+    allowPositionals: true,
+    allowNegative: true,
+    strict: true,
+  });
+  return { opts: parsed.values as ParsedOptions, inputs: parsed.positionals };
 }
 
 const flagNames = (f: ProxyFlag): string =>

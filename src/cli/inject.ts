@@ -23,22 +23,18 @@ import { A, INJECT_ANNOTATION, INJECT_DISABLED, INJECT_ENABLED, INJECT_INGRESS }
 import { addMapEntries } from '../engine/patch.js';
 import { isWorkloadKind, stringMap } from '../engine/workload.js';
 import {
-  GENERAL_OPTIONS,
   INJECT_HELP,
-  PROXY_FLAGS,
   UsageError,
   annotationsFor,
   flagAnnotations,
-  normalizeBooleanArgs,
-  proxyFlagOptions,
+  parseManifestArgs,
   type FlagAnnotations,
   type ParsedOptions,
 } from './inject-flags.js';
 import {
   failure,
   outputFormat,
-  parseCommandArgs,
-  readProcessStdin,
+  runOnProcess,
   stdinReader,
   usageFailure,
   type CliIo,
@@ -84,7 +80,7 @@ function withoutNulls(value: Json): Json {
 }
 
 /** `add` operations for annotations under `<path>`, creating the metadata and the map when missing. */
-function annotationOps(owner: Record<string, unknown>, path: string, entries: Record<string, string>): PatchOp[] {
+export function annotationOps(owner: Record<string, unknown>, path: string, entries: Record<string, string>): PatchOp[] {
   if (Object.keys(entries).length === 0) return [];
   const metadata = owner['metadata'];
   const ops: PatchOp[] = [];
@@ -196,7 +192,11 @@ export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectR
     if (isEngineError(err)) return fail(err.message);
     throw err;
   }
-  const checks = [...checksOf(result), ...result.warnings.map((w): Check => ({ mark: WARN, text: w }))];
+  const checks = [
+    ...checksOf(result),
+    ...result.warnings.map((w): Check => ({ mark: WARN, text: w })),
+    ...result.risks.map((r): Check => ({ mark: WARN, text: `${r.text}; fix: ${r.fix}` })),
+  ];
   const hard = result.reasons.filter((r) => HARD_REASONS.has(r.code));
   if (hard.length > 0) return fail(hard.map((r) => r.text).join(', '), checks);
   report.checks = checks;
@@ -215,13 +215,13 @@ function readConfigFile(cwd: string, file: string, what: string): string {
   }
 }
 
-interface Configured {
+export interface Configured {
   values: LinkerdValues;
   warnings: Check[];
 }
 
 /** Values (embedded or --values) with the trust anchors from --trust-anchors, the values, or the demo root. */
-function configure(opts: ParsedOptions, cwd: string, manual: boolean): Configured {
+export function configure(opts: ParsedOptions, cwd: string, manual: boolean): Configured {
   let values = typeof opts['values'] === 'string' ? loadValues(readConfigFile(cwd, opts['values'], '--values')) : defaultValues();
   const warnings: Check[] = [];
   const anchorsFile = opts['trust-anchors'];
@@ -251,13 +251,6 @@ function configure(opts: ParsedOptions, cwd: string, manual: boolean): Configure
   return { values, warnings };
 }
 
-const BOOLEAN_OPTIONS = new Set([
-  ...PROXY_FLAGS.filter((f) => f.type === 'boolean').map((f) => f.name),
-  ...Object.entries(GENERAL_OPTIONS)
-    .filter(([, o]) => o.type === 'boolean')
-    .map(([name]) => name),
-]);
-
 /** Runs `inject` with the given arguments; nothing is written anywhere, the caller prints the result. */
 export async function runInject(argv: readonly string[], io: CliIo = {}): Promise<CliResult> {
   const cwd = io.cwd ?? process.cwd();
@@ -265,15 +258,7 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
   let inputs: string[];
   let format: OutputFormat;
   try {
-    const parsed = parseCommandArgs({
-      args: normalizeBooleanArgs(argv, BOOLEAN_OPTIONS),
-      options: { ...GENERAL_OPTIONS, ...proxyFlagOptions() },
-      allowPositionals: true,
-      allowNegative: true,
-      strict: true,
-    });
-    opts = parsed.values as ParsedOptions;
-    inputs = parsed.positionals;
+    ({ opts, inputs } = parseManifestArgs(argv));
     if (opts['help'] === true) return { stdout: INJECT_HELP, stderr: '', code: 0 };
     format = outputFormat(opts['output']);
     if (inputs.length === 0) throw new UsageError('no input: give files, directories, or - for stdin');
@@ -322,8 +307,5 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
 
 /** `proxy-injector inject` on the process's stdin, stdout and stderr. */
 export async function runInjectCommand(args: string[]): Promise<number> {
-  const result = await runInject(args, { stdin: readProcessStdin, cwd: process.cwd() });
-  process.stdout.write(result.stdout);
-  process.stderr.write(result.stderr);
-  return result.code;
+  return runOnProcess(runInject, args);
 }

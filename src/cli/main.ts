@@ -1,21 +1,19 @@
 #!/usr/bin/env node
 /** The `proxy-injector` command line: dispatches to subcommands. */
-import { EXAMPLE_HELP, runExample } from './example.js';
-import { runInjectCommand } from './inject.js';
-import { INJECT_HELP, UsageError } from './inject-flags.js';
-import { UNINJECT_HELP, runUninjectCommand } from './uninject.js';
-import { SERVE_HELP, runServe } from './serve.js';
-import { usageText } from './command-io.js';
 import { DEFAULT_LINKERD_VERSION } from '../engine/values.js';
+import { usageText } from './command-io.js';
+import { UsageError } from './inject-flags.js';
 import { packageVersion } from './package-info.js';
 
 const USAGE = `Usage: proxy-injector <command> [options]
 
 Commands:
   serve                Run the admission webhook (HTTPS) and its admin listener.
-  example [POD_FILE]   Run the injection engine on a pod manifest (default: the bundled
-                       examples/pod.yaml) with the embedded Linkerd defaults, and print the
-                       decision and JSON patch the webhook would return.
+  explain FILE|DIR|URL|- ...
+                       Say whether the webhook will inject each pod or workload and why, how the
+                       pod will start (iptables rules, proxy, await hook, app), and the start-up
+                       risks with their fixes.
+  check cni            Check a node's CNI configuration for the Linkerd CNI plugin.
   inject [--manual] FILE|DIR|URL|- ...
                        Add Linkerd to Kubernetes manifests: the linkerd.io/inject annotation, or
                        with --manual the proxy itself, as 'linkerd inject' does.
@@ -28,7 +26,21 @@ Run 'proxy-injector <command> --help' for a command's options.
 Exit status: 0 done; 1 failed; 2 usage error.
 `;
 
-const HELP: Record<string, string> = { serve: SERVE_HELP, example: EXAMPLE_HELP, inject: INJECT_HELP, uninject: UNINJECT_HELP };
+// Each command loads only its own modules: the server starts without the manifest tooling, and the reverse.
+const COMMANDS: Record<string, () => Promise<(args: string[]) => Promise<number>>> = {
+  serve: async () => (await import('./serve.js')).runServe,
+  explain: async () => (await import('./explain.js')).runExplainCommand,
+  check: async () => (await import('./check.js')).runCheckCommand,
+  inject: async () => (await import('./inject.js')).runInjectCommand,
+  uninject: async () => (await import('./uninject.js')).runUninjectCommand,
+};
+
+/** Usage lines for a command's usage errors; the commands print their whole help with --help. */
+const HELP: Record<string, () => Promise<string>> = {
+  serve: async () => (await import('./serve.js')).SERVE_HELP,
+  inject: async () => (await import('./inject-flags.js')).INJECT_HELP,
+  uninject: async () => (await import('./uninject.js')).UNINJECT_HELP,
+};
 
 /** One line for a file-system error, e.g. "examples/x.yaml: no such file" rather than node's "ENOENT: ...". */
 function fileProblem(err: unknown): string | undefined {
@@ -40,15 +52,9 @@ function fileProblem(err: unknown): string | undefined {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  const run = command !== undefined ? COMMANDS[command] : undefined;
+  if (run) return (await run())(rest);
   switch (command) {
-    case 'serve':
-      return runServe(rest);
-    case 'example':
-      return runExample(rest);
-    case 'inject':
-      return runInjectCommand(rest);
-    case 'uninject':
-      return runUninjectCommand(rest);
     case 'version':
     case '--version':
       process.stdout.write(`proxy-injector ${packageVersion()} (follows Linkerd ${DEFAULT_LINKERD_VERSION})\n`);
@@ -59,13 +65,13 @@ async function main(argv: string[]): Promise<number> {
     case '-h': {
       const topic = rest[0];
       if (command === 'help' && topic !== undefined) {
-        const help = HELP[topic];
-        if (help === undefined) {
+        const commandRun = COMMANDS[topic];
+        if (commandRun === undefined) {
           process.stderr.write(`proxy-injector help: unknown command ${JSON.stringify(topic)}\n\n${USAGE}`);
           return 2;
         }
-        process.stdout.write(help);
-        return 0;
+        // Each command prints its own help for --help.
+        return (await commandRun())([...rest.slice(1), '--help']);
       }
       process.stdout.write(USAGE);
       return 0;
@@ -90,13 +96,14 @@ main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
-  (err: unknown) => {
+  async (err: unknown) => {
+    const help = HELP[command];
     if (err instanceof UsageError) {
-      process.stderr.write(usageText(command, err.message, HELP[command]));
+      process.stderr.write(usageText(command, err.message, help ? await help() : undefined));
       process.exitCode = 2;
       return;
     }
-    process.stderr.write(`proxy-injector${command in HELP ? ` ${command}` : ''}: ${fileProblem(err) ?? (err instanceof Error ? err.message : String(err))}\n`);
+    process.stderr.write(`proxy-injector${command in COMMANDS ? ` ${command}` : ''}: ${fileProblem(err) ?? (err instanceof Error ? err.message : String(err))}\n`);
     process.exitCode = 1;
   },
 );

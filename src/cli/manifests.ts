@@ -300,7 +300,7 @@ export interface ObjectChange<R> {
 }
 
 /** `kind: List` (or a typed list such as `DeploymentList`, as the API returns it) with an `items` array. */
-function listItems(value: unknown): unknown[] | undefined {
+export function listItems(value: unknown): unknown[] | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   const { kind, items } = value as { kind?: unknown; items?: unknown };
   return typeof kind === 'string' && kind.endsWith('List') && Array.isArray(items) ? items : undefined;
@@ -396,6 +396,27 @@ function nothingIn(group: InputGroup, bytes: number): string {
 }
 
 /**
+ * Every document of every input, one at a time, in order: each is parsed only when the previous one has been used.
+ * What the user should know about the input (duplicate keys, arguments that held no objects) goes to `warnings`.
+ */
+export async function* readDocuments(args: readonly string[], io: ReadIo, warnings: string[]): AsyncGenerator<Manifest> {
+  const stdin: { text?: string } = {};
+  for (const group of expandInputGroups(args, io)) {
+    let count = 0;
+    let bytes = 0;
+    for (const file of group.files) {
+      const text = await readText(file, io, stdin);
+      bytes += Buffer.byteLength(text);
+      for (const m of manifestsOf(text, file, warnings)) {
+        count += 1;
+        yield m;
+      }
+    }
+    if (count === 0) warnings.push(nothingIn(group, bytes));
+  }
+}
+
+/**
  * Reads every input and runs `change` on every object, one document at a time: each is parsed, changed, rendered
  * and let go before the next is read, so time and memory grow with the input, not with its square. Throws
  * InputError for unreadable or invalid input; an object that fails is in the reports and leaves the output empty.
@@ -409,22 +430,11 @@ export async function transformInputs<R extends Located>(
   const outcome: TransformOutcome<R> = { reports: [], failed: false, warnings: [], output: '' };
   const pieces: string[] = [];
   const objects: unknown[] = [];
-  const stdin: { text?: string } = {};
-  for (const group of expandInputGroups(args, io)) {
-    let count = 0;
-    let bytes = 0;
-    for (const file of group.files) {
-      const text = await readText(file, io, stdin);
-      bytes += Buffer.byteLength(text);
-      for (const m of manifestsOf(text, file, outcome.warnings)) {
-        count += 1;
-        const edited = transformManifest(m, change, outcome);
-        if (outcome.failed) continue; // the rest is still checked and reported, but nothing will be written
-        if (format === 'json') objects.push(edited ? m.doc.toJS() : m.value);
-        else pieces.push(renderDocument(m, edited, pieces.length === 0));
-      }
-    }
-    if (count === 0) outcome.warnings.push(nothingIn(group, bytes));
+  for await (const m of readDocuments(args, io, outcome.warnings)) {
+    const edited = transformManifest(m, change, outcome);
+    if (outcome.failed) continue; // the rest is still checked and reported, but nothing will be written
+    if (format === 'json') objects.push(edited ? m.doc.toJS() : m.value);
+    else pieces.push(renderDocument(m, edited, pieces.length === 0));
   }
   if (!outcome.failed) outcome.output = format === 'json' ? renderJson(objects) : pieces.join('');
   return outcome;

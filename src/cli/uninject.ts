@@ -5,7 +5,7 @@ import { defaultValues, isEngineError, loadValues, uninject, type Removed } from
 import { isObject } from '../engine/k8s.js';
 import { UsageError } from './inject-flags.js';
 import { nameOf, notAnObject } from './inject.js';
-import { failure, outputFormat, parseCommandArgs, readProcessStdin, stdinReader, usageFailure, type CliIo, type CliResult } from './command-io.js';
+import { failure, outputFormat, parseCommandArgs, runOnProcess, stdinReader, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { InputError, transformInputs, type ObjectChange, type OutputFormat } from './manifests.js';
 import { fetchText, isUrl } from './remote-inputs.js';
 import { OK, WARN, renderReport, type Check, type ObjectReport } from './report.js';
@@ -100,8 +100,5 @@ export async function runUninject(argv: readonly string[], io: CliIo = {}): Prom
 
 /** `proxy-injector uninject` on the process's stdin, stdout and stderr. */
 export async function runUninjectCommand(args: string[]): Promise<number> {
-  const result = await runUninject(args, { stdin: readProcessStdin, cwd: process.cwd() });
-  process.stdout.write(result.stdout);
-  process.stderr.write(result.stderr);
-  return result.code;
+  return runOnProcess(runUninject, args);
 }

@@ -25,3 +25,5 @@ export { WORKLOAD_KINDS, locate, templatePrefix } from './workload.js';
 export { uninject, type RemoveOperation, type Removed, type Uninjected, type UninjectOptions } from './uninject.js';
 export type { WorkloadKind } from './workload.js';
 export * as names from './names.js';
+export { startupRisks, riskWarning, runAsUser } from './risks.js';
+export type { StartupRisk, StartupRiskCode, StartupRiskInput } from './risks.js';

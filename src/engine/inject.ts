@@ -26,6 +26,7 @@ import {
   volumes,
 } from './render/containers.js';
 import { proxyEnv } from './render/env.js';
+import { startupRisks, type StartupRisk } from './risks.js';
 import { checkValues, type LinkerdValues } from './values.js';
 import { locate, stringMap } from './workload.js';
 
@@ -81,6 +82,8 @@ export interface PodPatch {
   added: Added;
   mode: ProxyMode;
   warnings: string[];
+  /** What may go wrong when the injected pod starts, with the fix. */
+  risks: StartupRisk[];
 }
 
 let lastTrustRoot: { pem: string; sha256: string } | undefined;
@@ -214,11 +217,19 @@ export function podPatch(input: PodPatchInput): PodPatch {
     ops.push(add(`${P}/spec/containers/-`, container));
     added.containers.push('linkerd-proxy');
   }
+  const explicitOpaquePorts = ownAnnotations[A.opaquePorts] ?? input.namespaceAnnotations?.[A.opaquePorts];
+  const risks = startupRisks({
+    spec,
+    values,
+    workloadKind: input.owner?.kind ?? 'pod',
+    ...(explicitOpaquePorts !== undefined && { explicitOpaquePorts }),
+  });
   return {
     patch: ops,
     added,
     mode: { nativeSidecar: native, await: proxy.await, cni: values.cniEnabled, placement },
     warnings: overridden.warnings,
+    risks,
   };
 }
 
@@ -268,6 +279,8 @@ export interface InjectionResult {
   udp: boolean;
   /** Annotation values that were ignored, with why. */
   warnings: string[];
+  /** What may go wrong when the injected pod starts, each with its fix; empty when nothing is injected. */
+  risks: StartupRisk[];
 }
 
 const nothingAdded = (): Added => ({ annotations: {}, labels: {}, initContainers: [], containers: [], volumes: [] });
@@ -331,13 +344,13 @@ export function inject(request: InjectionRequest): InjectionResult {
       pendingAnnotations: pending,
       namespaceAnnotations: nsAnnotations,
     });
-    return { ...base, outcome: 'injected', patch: built.patch, added: built.added, proxy: built.mode, warnings: built.warnings };
+    return { ...base, outcome: 'injected', patch: built.patch, added: built.added, proxy: built.mode, warnings: built.warnings, risks: built.risks };
   }
 
   const patch = origin === 'webhook' ? opaquePortsPatch(request.object, located.kind, nsAnnotations, values) : [];
   const added = nothingAdded();
   if (patch.length > 0) added.annotations[A.opaquePorts] = String(patch[patch.length - 1]?.value ?? '');
-  return { ...base, outcome: patch.length > 0 ? 'annotated' : 'skipped', patch, added, warnings: [] };
+  return { ...base, outcome: patch.length > 0 ? 'annotated' : 'skipped', patch, added, warnings: [], risks: [] };
 }
 
 /**

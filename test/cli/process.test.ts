@@ -73,7 +73,7 @@ describe('the command line, consistently across commands', () => {
 
   it('help COMMAND prints the command help; a missing file is one line; version names the Linkerd version', () => {
     expect(cli(['help', 'inject'])).toEqual({ code: 0, stdout: INJECT_HELP, stderr: '' });
-    expect(cli(['example', 'no-such-pod.yaml'])).toEqual({ code: 1, stdout: '', stderr: 'proxy-injector example: no-such-pod.yaml: no such file\n' });
+    expect(cli(['explain', 'no-such-pod.yaml'])).toEqual({ code: 1, stdout: '', stderr: 'proxy-injector explain: no-such-pod.yaml: no such file or directory\n' });
     expect(cli(['version']).stdout).toBe(`proxy-injector ${packageVersion()} (follows Linkerd ${DEFAULT_LINKERD_VERSION})\n`);
   }, 120_000);
 });

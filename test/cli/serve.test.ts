@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { runExample } from '../../src/cli/example.js';
+import { runExplain } from '../../src/cli/explain.js';
 import { UsageError } from '../../src/cli/inject-flags.js';
 import { SERVE_HELP, envArgs, runServe } from '../../src/cli/serve.js';
 import { parseListenAddress } from '../../src/server/start.js';
@@ -67,13 +67,16 @@ describe('serve usage errors', () => {
   });
 });
 
-describe('example usage errors', () => {
+describe('explain usage errors', () => {
   it.each([
-    [['--bogus'], 'unknown flag --bogus'],
-    [['a.yaml', 'b.yaml'], 'example takes at most one pod file'],
-    [['--namespace-annotation', 'novalue'], '--namespace-annotation "novalue": expected KEY=VALUE'],
-  ])('%j is a usage error', async (args, message) => {
-    await expect(runExample(args)).rejects.toThrow(new UsageError(message));
+    [['--bogus', 'a.yaml'], 'unknown flag --bogus'],
+    [[], 'no input: give files, directories, or - for stdin'],
+    [['--namespace-annotation', 'novalue', 'a.yaml'], '--namespace-annotation "novalue": expected KEY=VALUE'],
+  ])('%j exits 2 with the reason and the usage line', async (args, message) => {
+    const result = await runExplain(args);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(message);
+    expect(result.stderr).toContain('Usage: proxy-injector explain');
   });
 });
 

@@ -103,6 +103,24 @@ describe('round trips', () => {
     expect(JSON.stringify(proxy?.resources ?? {})).not.toMatch(/1Gi|512Mi/);
   });
 
+  it('start-up risks come back as warnings, after the ignored values, at most ten and each clipped', async () => {
+    const { app } = setup();
+    const annotations = { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-await': 'disabled', 'config.linkerd.io/admin-port': 'x' };
+    const spec = { restartPolicy: 'Never', containers: [{ name: 'app', image: 'app:1' }] };
+    const warnings = (await post(app, admissionReview(pod({ annotations, spec })))).json().response.warnings as string[];
+    expect(warnings).toHaveLength(3);
+    expect(warnings[0]).toMatch(/^ignored annotation config\.linkerd\.io\/admin-port/);
+    expect(warnings[1]).toMatch(/^start-up risk \(proxy_never_exits\): the pod runs to completion \(restartPolicy Never\)/);
+    expect(warnings[2]).toMatch(/^start-up risk \(proxy_await_disabled\): /);
+    // Eleven init containers under the CNI plugin: eleven risks, of which ten are shown and the rest counted.
+    const cni = setup({ config: () => testConfig((v) => (v.cniEnabled = true)) });
+    const inits = Array.from({ length: 11 }, (_, i) => ({ name: `init-${i}`, image: 'busybox' }));
+    const many = (await post(cni.app, admissionReview(pod({ annotations: { 'linkerd.io/inject': 'enabled' }, spec: { initContainers: inits, containers: [{ name: 'app', image: 'a' }] } })))).json().response.warnings as string[];
+    expect(many).toHaveLength(11);
+    expect(many[10]).toBe('and 1 more');
+    for (const w of many.slice(0, 10)) expect(w.length).toBeLessThanOrEqual(240);
+  });
+
   it('operations other than CREATE are allowed untouched', async () => {
     const { app } = setup();
     const res = await post(app, admissionReview(enabledPod(), { operation: 'UPDATE' }));

@@ -1,0 +1,418 @@
+/**
+ * `proxy-injector explain`: for each pod or workload in some manifests, what the webhook will decide and why, how the
+ * pod will start (linkerd-init and its iptables rules, or the CNI validator; the proxy; the await hook; the app), and
+ * what may go wrong at start-up, with the fix.
+ */
+import {
+  isEngineError,
+  iptablesPlan,
+  inject,
+  locate,
+  runAsUser,
+  type InjectionResult,
+  type IptablesPlan,
+  type SkipReasonCode,
+  type StartupRisk,
+} from '../engine/index.js';
+import { isObject, objectsIn, type Container, type PodSpec } from '../engine/k8s.js';
+import {
+  A,
+  DEBUG_CONTAINER,
+  INIT_CONTAINER,
+  INJECT_ANNOTATION,
+  INJECT_INGRESS,
+  PROXY_CONTAINER,
+  VALIDATOR_CONTAINER,
+} from '../engine/names.js';
+import { isWorkloadKind, stringMap } from '../engine/workload.js';
+import { failure, runOnProcess, stdinReader, usageFailure, type CliIo, type CliResult } from './command-io.js';
+import { UsageError, annotationsFor, flagAnnotations, parseManifestArgs, type FlagAnnotations, type ParsedOptions } from './inject-flags.js';
+import { annotationOps, configure, nameOf, type Configured } from './inject.js';
+import { InputError, listItems, readDocuments } from './manifests.js';
+import { fetchText, isUrl } from './remote-inputs.js';
+import { applyToValue } from './yaml-patch.js';
+
+/** One step of the pod's start-up, in the order the kubelet takes them. */
+export interface StartupStep {
+  /** `init`: runs to completion before the next; `sidecar`: a native sidecar; `container`: a regular container. */
+  phase: 'init' | 'sidecar' | 'container';
+  container: string;
+  /** Who added it: the injector, or the workload's own. */
+  from: 'linkerd' | 'workload';
+  what: string;
+  /** linkerd-init's nat rules. */
+  iptables?: IptablesPlan;
+}
+
+/** What `explain` says about one object; `--output json` prints these. */
+export interface Explanation {
+  source: string;
+  kind: string;
+  name: string;
+  namespace: string;
+  decision: {
+    outcome: InjectionResult['outcome'];
+    /** Why, as sentences: the reasons not to inject, or what asked for injection. */
+    reasons: Array<{ code: string; text: string; fix?: string }>;
+    annotationAt: InjectionResult['annotationAt'];
+  };
+  /** How the injected pod starts; empty when it is not injected. */
+  startup: StartupStep[];
+  /** linkerd-init's nat rules (also under its step), when the pod gets linkerd-init. */
+  iptables?: IptablesPlan;
+  risks: StartupRisk[];
+  /** Configuration values that were ignored, with why. */
+  warnings: string[];
+}
+
+const REASON_FIX: Partial<Record<SkipReasonCode, string>> = {
+  injection_enable_annotation_absent: `annotate the pod template or its namespace with ${INJECT_ANNOTATION}: enabled (--namespace-annotation ${INJECT_ANNOTATION}=enabled to see the namespace's effect)`,
+  injection_disable_annotation_present: `remove ${INJECT_ANNOTATION}: disabled from the pod template`,
+  invalid_inject_annotation_at_workload: `set ${INJECT_ANNOTATION} to enabled, ingress or disabled`,
+  invalid_inject_annotation_at_ns: `set the namespace's ${INJECT_ANNOTATION} to enabled, ingress or disabled`,
+  host_network_enabled: 'pods on the host network cannot be meshed: drop hostNetwork, or leave the pod unmeshed',
+  sidecar_already_exists: 'the pod has a proxy already (maybe injected manually): uninject it first (proxy-injector uninject)',
+  disabled_automount_service_account_token_account:
+    'set automountServiceAccountToken: true, or identity.serviceAccountTokenProjection: true in the Linkerd values',
+  udp_ports_enabled: 'UDP is not proxied; the pod is still injected from the webhook',
+};
+
+const EXPLAIN_HELP = `Usage: proxy-injector explain [flags] FILE|DIR|- ...
+
+For each Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job and CronJob in the
+manifests, says what the admission webhook will do when its pods are created: whether they are injected and
+every reason; how the pod will start (linkerd-init with the iptables rules it writes, or the CNI network
+validator; the proxy and its linkerd-await hook or native-sidecar start; the app containers); and the
+start-up risks, each with its fix. Other objects are not reported; Namespaces in the input supply the
+annotations of their pods' namespace.
+
+Inputs, configuration and proxy flags are those of 'proxy-injector inject' (see 'inject --help'); a proxy
+flag acts as the annotation it writes. Also:
+      --namespace-annotation K=V                an annotation of the pods' namespace (repeatable; wins over a
+                                                Namespace in the input)
+      --cni                                     as if the Linkerd CNI plugin is installed (cniEnabled: true)
+  -o, --output text|json                        a report (default), or a JSON array with one record per object
+
+Exit status: 0 explained; 1 the input or configuration is invalid; 2 usage error.
+`;
+
+/** Reads `K=V`, keeping any further `=` in the value. */
+function parseAnnotation(text: string): [string, string] {
+  const eq = text.indexOf('=');
+  if (eq <= 0) throw new UsageError(`--namespace-annotation ${JSON.stringify(text)}: expected KEY=VALUE`);
+  return [text.slice(0, eq), text.slice(eq + 1)];
+}
+
+const argsOf = (c: Container): string[] => (Array.isArray(c['args']) ? c['args'].filter((a): a is string => typeof a === 'string') : []);
+
+function argValue(args: readonly string[], flag: string): string | undefined {
+  const i = args.indexOf(flag);
+  if (i >= 0) return args[i + 1];
+  const inline = args.find((a) => a.startsWith(`${flag}=`));
+  return inline?.slice(flag.length + 1);
+}
+
+function postStartCommand(c: Container): string | undefined {
+  const lifecycle = isObject(c['lifecycle']) ? c['lifecycle'] : undefined;
+  const postStart = lifecycle && isObject(lifecycle['postStart']) ? lifecycle['postStart'] : undefined;
+  const exec = postStart && isObject(postStart['exec']) ? postStart['exec'] : undefined;
+  return Array.isArray(exec?.['command']) ? exec['command'].join(' ') : undefined;
+}
+
+interface SequenceContext {
+  cni: boolean;
+  native: boolean;
+  proxyUid: number;
+  spec: PodSpec;
+}
+
+/** The pod's start-up, read from the injected pod spec in the order the kubelet runs it. */
+function startupSequence(inits: Container[], containers: Container[], ctx: SequenceContext): { steps: StartupStep[]; errors: string[] } {
+  const steps: StartupStep[] = [];
+  const errors: string[] = [];
+  let proxyStarted = false;
+  let redirected = false;
+  for (const c of inits) {
+    const name = c.name ?? '';
+    if (name === INIT_CONTAINER) {
+      const step: StartupStep = {
+        phase: 'init',
+        container: name,
+        from: 'linkerd',
+        what: 'writes the nat rules below, which send the pod\'s TCP traffic through the proxy, then exits',
+      };
+      try {
+        step.iptables = iptablesPlan(c);
+      } catch (err) {
+        if (!isEngineError(err)) throw err;
+        errors.push(`linkerd-init's arguments: ${err.message}`);
+      }
+      steps.push(step);
+      redirected = true;
+    } else if (name === VALIDATOR_CONTAINER) {
+      const args = argsOf(c);
+      steps.push({
+        phase: 'init',
+        container: name,
+        from: 'linkerd',
+        what:
+          `checks that the Linkerd CNI plugin already redirected the pod's traffic: it listens on ${argValue(args, '--listen-addr') ?? 'the outbound port'} ` +
+          `and connects to ${argValue(args, '--connect-addr') ?? 'an address outside the pod'}, which must reach it; if not, it fails after ` +
+          `${argValue(args, '--timeout') ?? 'its timeout'} and the pod stays in Init:CrashLoopBackOff (check the node with 'proxy-injector check cni')`,
+      });
+      redirected = true;
+    } else if (name === PROXY_CONTAINER) {
+      steps.push({
+        phase: 'sidecar',
+        container: name,
+        from: 'linkerd',
+        what:
+          'starts as a native sidecar (restartPolicy: Always); the kubelet waits for its startup probe before the next ' +
+          'container, and stops it after the app containers have exited',
+      });
+      proxyStarted = true;
+    } else {
+      let network: string;
+      if (proxyStarted) network = 'its traffic goes through the proxy, which is running';
+      else if (redirected || ctx.cni) {
+        network =
+          runAsUser(c, ctx.spec) === ctx.proxyUid
+            ? `it runs as the proxy's uid ${ctx.proxyUid}, so its traffic bypasses the redirect (unmeshed)`
+            : 'its traffic is already redirected to the proxy, which has not started: it has no network';
+      } else network = 'the rules are not written yet: its traffic is not meshed';
+      steps.push({ phase: 'init', container: name, from: 'workload', what: `runs to completion; ${network}` });
+    }
+  }
+  let held = false;
+  for (const c of containers) {
+    const name = c.name ?? '';
+    if (name === PROXY_CONTAINER) {
+      const hook = postStartCommand(c);
+      steps.push({
+        phase: 'container',
+        container: name,
+        from: 'linkerd',
+        what: hook
+          ? `starts first; its postStart hook (${hook}) holds the containers after it until the proxy is ready`
+          : 'starts with the app containers, after them in the list: nothing waits for it to be ready',
+      });
+      if (hook) held = true;
+      continue;
+    }
+    const linkerd = name === DEBUG_CONTAINER;
+    const when = held ? 'starts once the proxy is ready' : ctx.native ? 'starts once the proxy sidecar has started' : 'starts';
+    steps.push({ phase: 'container', container: name, from: linkerd ? 'linkerd' : 'workload', what: when });
+  }
+  return { steps, errors };
+}
+
+interface ExplainSettings {
+  configured: Configured;
+  flags: FlagAnnotations;
+  controlPlaneNamespace: string;
+  namespaceFlags: Record<string, string>;
+  namespaces: Map<string, Record<string, string>>;
+}
+
+/** Explains one workload, or returns undefined for an object that is not one. */
+export function explainObject(object: unknown, source: string, s: ExplainSettings): Explanation | undefined {
+  if (!isObject(object)) return undefined;
+  const kind = typeof object['kind'] === 'string' ? object['kind'].toLowerCase() : '';
+  if (!isWorkloadKind(kind)) return undefined;
+  const located = locate(object);
+  const template = located.template ?? {};
+  const own = stringMap(isObject(template.metadata) ? template.metadata.annotations : undefined);
+  const requested = annotationsFor(s.flags, own, 'template');
+  if (s.flags.ingress) requested[INJECT_ANNOTATION] = INJECT_INGRESS;
+  const flagged = applyToValue(structuredClone(object), annotationOps(template as Record<string, unknown>, `${located.prefix}/metadata`, requested));
+  const namespace = located.namespace || 'default';
+  const namespaceAnnotations = { ...(s.namespaces.get(namespace) ?? {}), ...s.namespaceFlags };
+
+  const result = inject({
+    object: flagged,
+    namespace,
+    namespaceAnnotations,
+    origin: 'webhook',
+    config: { values: s.configured.values, controlPlaneNamespace: s.controlPlaneNamespace },
+  });
+  const explanation: Explanation = {
+    source,
+    kind,
+    name: nameOf(object),
+    namespace,
+    decision: { outcome: result.outcome, reasons: [], annotationAt: result.annotationAt },
+    startup: [],
+    risks: result.risks,
+    warnings: [...result.warnings],
+  };
+  if (result.outcome !== 'injected') {
+    explanation.decision.reasons = result.reasons.map((r) => ({ ...r, ...(REASON_FIX[r.code] && { fix: REASON_FIX[r.code] }) }));
+    return explanation;
+  }
+  explanation.decision.reasons = whyInjected(result, own, namespaceAnnotations);
+  if (result.udp) {
+    explanation.decision.reasons.push({ code: 'udp_ports_enabled', text: 'the pod declares UDP ports: UDP traffic does not go through the proxy' });
+  }
+  const injected = locate(applyToValue(flagged, result.patch)).template ?? {};
+  const spec: PodSpec = isObject(injected.spec) ? injected.spec : {};
+  const inits = objectsIn<Container>(spec.initContainers);
+  const containers = objectsIn<Container>(spec.containers);
+  const proxy = [...inits, ...containers].find((c) => c.name === PROXY_CONTAINER);
+  const { steps, errors } = startupSequence(inits, containers, {
+    cni: result.proxy?.cni ?? false,
+    native: result.proxy?.nativeSidecar ?? false,
+    // The uid the proxy was rendered with, which the pod's annotations may have changed.
+    proxyUid: (proxy && runAsUser(proxy, spec)) ?? s.configured.values.proxy.uid,
+    spec,
+  });
+  explanation.startup = steps;
+  explanation.warnings.push(...errors);
+  const plan = steps.find((st) => st.iptables)?.iptables;
+  if (plan) explanation.iptables = plan;
+  return explanation;
+}
+
+/** What asked for injection, in words. */
+function whyInjected(
+  result: InjectionResult,
+  own: Record<string, string>,
+  ns: Record<string, string>,
+): Array<{ code: string; text: string }> {
+  const where = result.annotationAt === 'namespace' ? 'the namespace' : 'the pod template';
+  const value = result.annotationAt === 'namespace' ? ns[INJECT_ANNOTATION] : own[INJECT_ANNOTATION];
+  const mode = result.proxy;
+  const out = [{ code: 'inject_annotation', text: `${INJECT_ANNOTATION}: ${value ?? 'enabled'} on ${where}` }];
+  const config = Object.entries(result.workloadConfiguration).map(([k, v]) => `${k}: ${v}`);
+  if (config.length > 0) out.push({ code: 'workload_configuration', text: `configured by the pod template: ${config.join(', ')}` });
+  if (mode) {
+    const how = mode.nativeSidecar
+      ? 'native sidecar'
+      : `classic sidecar${mode.await ? ' with linkerd-await' : ` without linkerd-await (${A.proxyAwait}: disabled)`}`;
+    out.push({ code: 'proxy_mode', text: `${how}; traffic redirected by ${mode.cni ? 'the Linkerd CNI plugin' : 'linkerd-init'}` });
+  }
+  return out;
+}
+
+const MARK = { injected: '√', annotated: '×', skipped: '×' } as const;
+
+/** The human report: one block per object. */
+export function renderExplanations(list: readonly Explanation[]): string {
+  const out: string[] = [];
+  for (const e of list) {
+    if (out.length > 0) out.push('');
+    out.push(`${e.kind} ${JSON.stringify(e.name || '(unnamed)')} in namespace ${JSON.stringify(e.namespace)} (${e.source})`);
+    const verdict = e.decision.outcome === 'injected' ? 'injected' : 'not injected';
+    out.push(`  decision: ${verdict}`);
+    for (const r of e.decision.reasons) {
+      out.push(`    ${r.code === 'udp_ports_enabled' ? '‼' : MARK[e.decision.outcome]} ${r.text}`);
+      if (r.fix) out.push(`      fix: ${r.fix}`);
+    }
+    if (e.startup.length > 0) {
+      out.push('  start-up:');
+      e.startup.forEach((st, i) => {
+        const label = st.phase === 'container' ? 'container' : st.phase === 'sidecar' ? 'init (sidecar)' : 'init';
+        out.push(`    ${i + 1}. ${label} ${st.container}: ${st.what}`);
+        if (st.iptables) {
+          for (const [family, lines] of [['iptables', st.iptables.ipv4], ['ip6tables', st.iptables.ipv6]] as const) {
+            if (lines.length === 0) continue;
+            out.push(`         ${family} -t nat:`);
+            for (const line of lines) out.push(`           ${line}`);
+          }
+        }
+      });
+    }
+    if (e.risks.length > 0) {
+      out.push('  risks:');
+      for (const r of e.risks) {
+        out.push(`    ‼ ${r.text}`);
+        out.push(`      fix: ${r.fix}`);
+      }
+    } else if (e.decision.outcome === 'injected') {
+      out.push('  risks: none found');
+    }
+    for (const w of e.warnings) out.push(`  ‼ ${w}`);
+  }
+  return out.length > 0 ? `${out.join('\n')}\n` : '';
+}
+
+/** Runs `explain`; nothing is written anywhere, the caller prints the result. */
+export async function runExplain(argv: readonly string[], io: CliIo = {}): Promise<CliResult> {
+  const cwd = io.cwd ?? process.cwd();
+  let opts: ParsedOptions;
+  let inputs: string[];
+  let json: boolean;
+  let namespaceFlags: Record<string, string>;
+  try {
+    ({ opts, inputs } = parseManifestArgs(argv, { 'namespace-annotation': { type: 'string', multiple: true }, cni: { type: 'boolean' } }));
+    if (opts['help'] === true) return { stdout: EXPLAIN_HELP, stderr: '', code: 0 };
+    const output = opts['output'];
+    if (output !== undefined && output !== 'text' && output !== 'json') {
+      throw new UsageError(`--output ${JSON.stringify(output)}: expected text or json`);
+    }
+    json = output === 'json';
+    if (inputs.length === 0) throw new UsageError('no input: give files, directories, or - for stdin');
+    const given = opts['namespace-annotation'];
+    namespaceFlags = Object.fromEntries((Array.isArray(given) ? given : []).map(parseAnnotation));
+  } catch (err) {
+    return usageFailure('explain', (err as Error).message);
+  }
+  let configured: Configured;
+  let flags: FlagAnnotations;
+  /** Each document's objects (a List's items), with where the document is. */
+  const documents: Array<{ source: string; index: number; objects: unknown[] }> = [];
+  const warnings: string[] = [];
+  try {
+    // The proxy is rendered, so it needs trust anchors; the demo root does not change how the pod starts.
+    configured = configure(opts, cwd, true);
+    if (opts['cni'] === true) configured.values.cniEnabled = true;
+    flags = flagAnnotations(opts, configured.values);
+    const readIo = { cwd, readStdin: stdinReader(io), remote: { matches: isUrl, read: (url: string) => fetchText(url, io.url) } };
+    for await (const m of readDocuments(inputs, readIo, warnings)) {
+      documents.push({ source: m.source, index: m.index, objects: (listItems(m.value) ?? [m.value]).filter((o) => o !== null) });
+    }
+  } catch (err) {
+    if (err instanceof UsageError) return usageFailure('explain', err.message);
+    if (err instanceof InputError || isEngineError(err)) return failure('explain', err.message);
+    throw err;
+  }
+
+  // Namespaces in the input first: their annotations decide for the pods in them, wherever they appear.
+  const namespaces = new Map<string, Record<string, string>>();
+  for (const object of documents.flatMap((d) => d.objects)) {
+    if (isObject(object) && object['kind'] === 'Namespace') {
+      const meta = isObject(object['metadata']) ? object['metadata'] : {};
+      if (typeof meta['name'] === 'string') namespaces.set(meta['name'], { ...stringMap(meta['annotations']) });
+    }
+  }
+  const settings: ExplainSettings = {
+    configured,
+    flags,
+    controlPlaneNamespace: (opts['linkerd-namespace'] as string | undefined) || 'linkerd',
+    namespaceFlags,
+    namespaces,
+  };
+  const explanations: Explanation[] = [];
+  const problems: string[] = [];
+  for (const d of documents) {
+    const source = `${d.source}${documents.filter((o) => o.source === d.source).length > 1 ? `#${d.index}` : ''}`;
+    for (const object of d.objects) {
+      try {
+        const e = explainObject(object, source, settings);
+        if (e) explanations.push(e);
+      } catch (err) {
+        if (!isEngineError(err)) throw err;
+        problems.push(`${source}: ${isObject(object) ? `${String(object['kind'])} ${JSON.stringify(nameOf(object))}: ` : ''}${err.message}`);
+      }
+    }
+  }
+  if (problems.length > 0) return { stdout: '', stderr: problems.map((p) => `proxy-injector explain: ${p}\n`).join(''), code: 1 };
+  const notes = warnings.map((w) => `proxy-injector explain: ${w}\n`).join('');
+  const stderr = notes + (explanations.length === 0 ? 'proxy-injector explain: no pods or workloads in the input\n' : '');
+  const stdout = json ? `${JSON.stringify(explanations, null, 2)}\n` : renderExplanations(explanations);
+  return { stdout, stderr, code: 0 };
+}
+
+/** `proxy-injector explain` on the process's stdin, stdout and stderr. */
+export async function runExplainCommand(args: string[]): Promise<number> {
+  return runOnProcess(runExplain, args);
+}

@@ -1,0 +1,190 @@
+/**
+ * Start-up risks of an injected pod: configurations that Linkerd injects without complaint but that make the pod fail
+ * to start, never finish, or quietly bypass the proxy. Each comes with the change that avoids it. Pure: it reads the
+ * pod as the user wrote it and the configuration in force for it (values after the pod's annotations).
+ */
+import { A } from './names.js';
+import { isObject, objectsIn, type Container, type ContainerPort, type PodSpec } from './k8s.js';
+import { parsePortRange, type PortRange } from './parsers.js';
+import { namedPorts, parsePortList } from './ports.js';
+import type { LinkerdValues } from './values.js';
+
+export type StartupRiskCode =
+  | 'init_container_network_under_cni'
+  | 'proxy_never_exits'
+  | 'proxy_await_disabled'
+  | 'container_port_is_proxy_port'
+  | 'skipped_port_requires_identity'
+  | 'skipped_port_is_opaque'
+  | 'container_runs_as_proxy_uid';
+
+export interface StartupRisk {
+  code: StartupRiskCode;
+  /** The container concerned, when there is one. */
+  container?: string;
+  /** What will go wrong. */
+  text: string;
+  /** What to change so that it does not. */
+  fix: string;
+}
+
+export interface StartupRiskInput {
+  /** The pod spec as written, before injection. */
+  spec: PodSpec;
+  /** The configuration in force for this pod: the installed values with the pod's and namespace's annotations. */
+  values: LinkerdValues;
+  /** Lowercased kind of the workload that creates the pod ("job", "cronjob", "deployment", "pod", ...). */
+  workloadKind: string;
+  /** `config.linkerd.io/opaque-ports` as the pod or its namespace set it; absent when only the default applies. */
+  explicitOpaquePorts?: string;
+}
+
+const JOB_KINDS = new Set(['job', 'cronjob']);
+
+/** The uid a container runs as: its own securityContext, else the pod's; undefined when the image decides. */
+export function runAsUser(c: Container, spec: PodSpec): number | undefined {
+  const own = isObject(c.securityContext) ? c.securityContext['runAsUser'] : undefined;
+  if (typeof own === 'number') return own;
+  const pod = isObject(spec['securityContext']) ? spec['securityContext']['runAsUser'] : undefined;
+  return typeof pod === 'number' ? pod : undefined;
+}
+
+function ranges(list: string, names: ReadonlyMap<string, number>): PortRange[] {
+  return parsePortList(list, names).ports.flatMap((p) => {
+    const r = parsePortRange(p);
+    return r ? [r] : [];
+  });
+}
+
+const within = (port: number, list: readonly PortRange[]): boolean => list.some((r) => port >= r.lo && port <= r.hi);
+
+/** Every TCP port the pod's containers declare, with the container that declares it. */
+function declaredPorts(spec: PodSpec): Array<{ port: number; container: string }> {
+  const out: Array<{ port: number; container: string }> = [];
+  for (const c of [...objectsIn<Container>(spec.initContainers), ...objectsIn<Container>(spec.containers)]) {
+    for (const p of objectsIn<ContainerPort>(c.ports)) {
+      if (typeof p.containerPort !== 'number' || (p.protocol !== undefined && p.protocol !== 'TCP')) continue;
+      out.push({ port: p.containerPort, container: c.name ?? '' });
+    }
+  }
+  return out;
+}
+
+/** The start-up risks of a pod about to be injected with `values`, in the order the pod would meet them. */
+export function startupRisks(input: StartupRiskInput): StartupRisk[] {
+  const { spec, values } = input;
+  const { proxy } = values;
+  const native = proxy.nativeSidecar;
+  const risks: StartupRisk[] = [];
+  const userInits = objectsIn<Container>(spec.initContainers);
+  const apps = objectsIn<Container>(spec.containers);
+
+  // Under the CNI plugin the redirect exists before any container runs, but a classic proxy starts only after the
+  // init containers: their connections are redirected to a port nobody listens on yet.
+  if (values.cniEnabled && !native) {
+    for (const c of userInits) {
+      if (runAsUser(c, spec) === proxy.uid) continue;
+      risks.push({
+        code: 'init_container_network_under_cni',
+        container: c.name ?? '',
+        text:
+          `init container ${JSON.stringify(c.name ?? '')} runs before the proxy while the Linkerd CNI plugin already ` +
+          `redirects the pod's traffic: any connection it opens fails (seen as a timeout or connection refused)`,
+        fix:
+          `if it needs the network, run it as the proxy's user (securityContext.runAsUser: ${proxy.uid}; its traffic ` +
+          `is then not meshed), or skip its destination ports (config.linkerd.io/skip-outbound-ports), or use a native ` +
+          `sidecar proxy (config.linkerd.io/proxy-enable-native-sidecar: "true", Kubernetes 1.29+), which starts first`,
+      });
+    }
+  }
+
+  const restartPolicy = typeof spec['restartPolicy'] === 'string' ? spec['restartPolicy'] : '';
+  const runsToCompletion = JOB_KINDS.has(input.workloadKind) || restartPolicy === 'Never' || restartPolicy === 'OnFailure';
+  if (runsToCompletion && !native) {
+    const what = input.workloadKind === 'job' ? 'a Job' : input.workloadKind === 'cronjob' ? 'a CronJob' : `restartPolicy ${restartPolicy}`;
+    risks.push({
+      code: 'proxy_never_exits',
+      container: 'linkerd-proxy',
+      text: `the pod runs to completion (${what}) but the proxy is a regular container that never exits: the pod never completes`,
+      fix:
+        `use a native sidecar proxy (config.linkerd.io/proxy-enable-native-sidecar: "true", Kubernetes 1.29+), which ` +
+        `Kubernetes stops when the app containers finish; or enable ${A.proxyAdminShutdown}: enabled and end the job's ` +
+        `command with a POST to http://localhost:${proxy.ports.admin}/shutdown (linkerd-await --shutdown -- CMD does this)`,
+    });
+  }
+
+  if (!proxy.await && !native) {
+    risks.push({
+      code: 'proxy_await_disabled',
+      container: 'linkerd-proxy',
+      text:
+        `${A.proxyAwait} is disabled: the app containers start at the same time as the proxy, and connections they ` +
+        `open before it is ready fail`,
+      fix: `remove ${A.proxyAwait}: disabled (the default holds the app until the proxy is ready), or make the app retry its first connections`,
+    });
+  }
+
+  const ports = declaredPorts(spec);
+  const proxyPorts: Array<[string, number]> = [
+    ['inbound', proxy.ports.inbound],
+    ['outbound', proxy.ports.outbound],
+    ['admin', proxy.ports.admin],
+    ['control', proxy.ports.control],
+  ];
+  for (const { port, container } of ports) {
+    const clash = proxyPorts.find(([, p]) => p === port);
+    if (!clash) continue;
+    risks.push({
+      code: 'container_port_is_proxy_port',
+      container,
+      text: `container ${JSON.stringify(container)} declares port ${port}, the proxy's ${clash[0]} port: one of the two cannot listen on it`,
+      fix: `move the container to another port, or move the proxy's (config.linkerd.io/${clash[0]}-port)`,
+    });
+  }
+
+  const names = namedPorts(spec);
+  const skippedIn = ranges(values.proxyInit.ignoreInboundPorts, names);
+  const requireIdentity = ranges(proxy.requireIdentityOnInboundPorts, names);
+  const explicitOpaque = input.explicitOpaquePorts === undefined ? [] : ranges(input.explicitOpaquePorts, names);
+  const seen = new Set<number>();
+  for (const { port, container } of ports) {
+    if (seen.has(port) || !within(port, skippedIn)) continue;
+    seen.add(port);
+    if (within(port, requireIdentity)) {
+      risks.push({
+        code: 'skipped_port_requires_identity',
+        container,
+        text:
+          `port ${port} is in skip-inbound-ports and in require-identity-on-inbound-ports: its traffic bypasses the ` +
+          `proxy, so the identity requirement is never enforced`,
+        fix: `take ${port} out of ${A.skipInboundPorts} if clients must be authenticated there`,
+      });
+    }
+    if (within(port, explicitOpaque)) {
+      risks.push({
+        code: 'skipped_port_is_opaque',
+        container,
+        text: `port ${port} is in skip-inbound-ports and in opaque-ports: its traffic bypasses the proxy, so it is neither meshed nor opaque`,
+        fix: `to mesh it without protocol detection, take ${port} out of ${A.skipInboundPorts} and keep it in ${A.opaquePorts}`,
+      });
+    }
+  }
+
+  // linkerd-init (and the CNI plugin) exempt the proxy's uid from the outbound redirect: an app running as that uid
+  // is never meshed.
+  for (const c of apps) {
+    if (runAsUser(c, spec) !== proxy.uid) continue;
+    risks.push({
+      code: 'container_runs_as_proxy_uid',
+      container: c.name ?? '',
+      text: `container ${JSON.stringify(c.name ?? '')} runs as uid ${proxy.uid}, the proxy's: its outbound traffic bypasses the proxy (no mTLS, no metrics)`,
+      fix: `run it as another user, or change the proxy's (config.linkerd.io/proxy-uid)`,
+    });
+  }
+  return risks;
+}
+
+/** A risk as one short line, for AdmissionResponse warnings and one-line reports. */
+export function riskWarning(risk: StartupRisk): string {
+  return `start-up risk (${risk.code}): ${risk.text}`;
+}

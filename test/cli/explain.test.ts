@@ -1,0 +1,202 @@
+/** `proxy-injector explain` in-process: decisions, the start-up sequence, iptables rules, risks, and Linkerd's fixtures. */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { runExplain, type Explanation } from '../../src/cli/explain.js';
+import { iptablesPlan } from '../../src/engine/index.js';
+
+const ANCHORS = ['--trust-anchors', 'test/fixtures/cli/trust-anchors.pem'];
+
+const JOB = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: batch
+  annotations:
+    linkerd.io/inject: enabled
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: migrate
+  namespace: batch
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      initContainers:
+        - name: fetch
+          image: curl
+      containers:
+        - name: migrate
+          image: migrate:1
+          ports:
+            - containerPort: 8080
+`;
+
+const POD = `apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  namespace: shop
+  annotations:
+    linkerd.io/inject: enabled
+spec:
+  containers:
+    - name: web
+      image: web:1
+      ports:
+        - containerPort: 8080
+    - name: cache
+      image: cache:1
+`;
+
+async function explain(stdin: string, ...args: string[]): Promise<Explanation[]> {
+  const result = await runExplain([...ANCHORS, '-o', 'json', ...args, '-'], { stdin });
+  expect(result.code, result.stderr).toBe(0);
+  return JSON.parse(result.stdout) as Explanation[];
+}
+
+const steps = (e: Explanation | undefined): string[] => (e?.startup ?? []).map((s) => `${s.phase} ${s.container}`);
+
+describe('explain', () => {
+  it('a classic pod: linkerd-init with its nat rules, the proxy with its await hook, then the app containers in order', async () => {
+    const [e] = await explain(POD, '--skip-inbound-ports', '9000');
+    expect(e?.decision.outcome).toBe('injected');
+    expect(e?.decision.reasons[0]?.text).toBe('linkerd.io/inject: enabled on the pod template');
+    expect(steps(e)).toEqual(['init linkerd-init', 'container linkerd-proxy', 'container web', 'container cache']);
+    expect(e?.startup[1]?.what).toMatch(/postStart hook \(\/usr\/lib\/linkerd\/linkerd-await --timeout=2m --port=4191\)/);
+    expect(e?.startup[2]?.what).toBe('starts once the proxy is ready');
+    // The plan is the one computed from the rendered container, and the flag reached linkerd-init's arguments.
+    expect(e?.iptables).toEqual(e?.startup[0]?.iptables);
+    expect(e?.iptables?.ipv4).toContain(
+      '-A PROXY_INIT_REDIRECT -p tcp -m multiport --dports 4190,4191,9000 -m comment --comment "proxy-init/ignore-port-4190,4191,9000" -j RETURN',
+    );
+    expect(e?.risks).toEqual([]);
+  });
+
+  it('the iptables rules in the report are exactly those of the rendered linkerd-init', async () => {
+    const result = await runExplain([...ANCHORS, '-o', 'json', '--manual', '-'], { stdin: POD });
+    const [e] = JSON.parse(result.stdout) as Explanation[];
+    const { runInject } = await import('../../src/cli/inject.js');
+    const injected = await runInject([...ANCHORS, '--manual', '-o', 'json', '-'], { stdin: POD });
+    const init = (JSON.parse(injected.stdout) as { spec: { initContainers: Array<Record<string, unknown>> } }).spec.initContainers[0];
+    expect(e?.iptables).toEqual(iptablesPlan(init as never));
+  });
+
+  it('a Job under the CNI plugin: the validator, an init container without network, a proxy that never exits', async () => {
+    const [e] = await explain(JOB, '--cni');
+    expect(e).toMatchObject({ kind: 'job', name: 'migrate', namespace: 'batch', decision: { outcome: 'injected', annotationAt: 'namespace' } });
+    expect(steps(e)).toEqual(['init fetch', 'init linkerd-network-validator', 'container linkerd-proxy', 'container migrate']);
+    expect(e?.startup[0]?.what).toContain('it has no network');
+    expect(e?.startup[1]?.what).toMatch(/connects to 1\.1\.1\.1:20001.*Init:CrashLoopBackOff/);
+    expect(e?.iptables).toBeUndefined();
+    expect(e?.risks.map((r) => r.code)).toEqual(['init_container_network_under_cni', 'proxy_never_exits']);
+  });
+
+  it("an init container running as the proxy's uid has network under the CNI plugin, unmeshed, and is no risk", async () => {
+    const asProxy = JOB.replace('          image: curl\n', '          image: curl\n          securityContext:\n            runAsUser: 2102\n');
+    const [e] = await explain(asProxy, '--cni');
+    expect(e?.startup[0]?.what).toContain("it runs as the proxy's uid 2102, so its traffic bypasses the redirect (unmeshed)");
+    expect(e?.risks.map((r) => r.code)).toEqual(['proxy_never_exits']);
+  });
+
+  it('with a native sidecar the proxy starts right after linkerd-init, before the workload init containers', async () => {
+    const [e] = await explain(JOB, '--native-sidecar');
+    expect(steps(e)).toEqual(['init linkerd-init', 'sidecar linkerd-proxy', 'init fetch', 'container migrate']);
+    expect(e?.startup[2]?.what).toContain('through the proxy, which is running');
+    expect(e?.startup[3]?.what).toBe('starts once the proxy sidecar has started');
+    expect(e?.risks).toEqual([]);
+  });
+
+  it('--await=false puts the proxy last without a hook and reports the risk', async () => {
+    const [e] = await explain(POD, '--await=false');
+    expect(steps(e)).toEqual(['init linkerd-init', 'container web', 'container cache', 'container linkerd-proxy']);
+    expect(e?.startup[1]?.what).toBe('starts');
+    expect(e?.risks.map((r) => r.code)).toEqual(['proxy_await_disabled']);
+  });
+
+  it('a pod that is not injected gets every reason with its fix, and no start-up', async () => {
+    const optOut = POD.replace('linkerd.io/inject: enabled', 'linkerd.io/inject: disabled');
+    const [e] = await explain(optOut, '--namespace-annotation', 'linkerd.io/inject=enabled');
+    expect(e?.decision.outcome).toBe('skipped');
+    expect(e?.decision.reasons).toEqual([
+      { code: 'injection_disable_annotation_present', text: 'pod has the annotation "linkerd.io/inject:disabled"', fix: 'remove linkerd.io/inject: disabled from the pod template' },
+    ]);
+    expect(e?.startup).toEqual([]);
+  });
+
+  it('--namespace-annotation enables injection for the pods of any namespace and wins over a Namespace in the input', async () => {
+    const plain = POD.replace(/ {2}annotations:\n {4}linkerd.io\/inject: enabled\n/, '');
+    expect((await explain(plain))[0]?.decision.reasons[0]?.code).toBe('injection_enable_annotation_absent');
+    const [e] = await explain(plain, '--namespace-annotation', 'linkerd.io/inject=enabled');
+    expect(e?.decision).toMatchObject({ outcome: 'injected', annotationAt: 'namespace' });
+    const [job] = await explain(JOB, '--namespace-annotation', 'linkerd.io/inject=disabled');
+    expect(job?.decision.outcome).toBe('skipped');
+  });
+
+  it('the text report shows the decision, numbered steps with the rules, and each risk with its fix', async () => {
+    const result = await runExplain([...ANCHORS, '--cni', '-'], { stdin: JOB });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^job "migrate" in namespace "batch" \(-#2\)\n {2}decision: injected\n {4}√ linkerd.io\/inject: enabled on the namespace\n/);
+    expect(result.stdout).toContain('    1. init fetch: runs to completion;');
+    expect(result.stdout).toMatch(/ {2}risks:\n {4}‼ init container "fetch" runs before the proxy.*\n {6}fix: if it needs the network, run it as the proxy's user/);
+    const classic = await runExplain([...ANCHORS, '-'], { stdin: POD });
+    expect(classic.stdout).toContain('         iptables -t nat:\n           :PREROUTING ACCEPT [0:0]\n');
+    expect(classic.stdout).toContain('  risks: none found\n');
+  });
+
+  it('input without workloads, bad flags and bad input are reported', async () => {
+    const none = await runExplain([...ANCHORS, '-'], { stdin: 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n' });
+    expect(none).toEqual({ stdout: '', stderr: 'proxy-injector explain: no pods or workloads in the input\n', code: 0 });
+    expect((await runExplain(['-o', 'yaml', '-'], { stdin: POD })).code).toBe(2);
+    expect((await runExplain(['--namespace-annotation', 'novalue', '-'], { stdin: POD })).code).toBe(2);
+    expect((await runExplain([])).code).toBe(2);
+    const invalid = await runExplain([...ANCHORS, '-'], { stdin: 'kind: Pod\nmetadata: [\n' });
+    expect(invalid.code).toBe(1);
+    expect(invalid.stdout).toBe('');
+    expect((await runExplain(['--help'])).stdout).toContain('Usage: proxy-injector explain');
+  });
+
+  it('every workload in examples/ is explained', async () => {
+    const result = await runExplain(['-o', 'json', '--namespace-annotation', 'linkerd.io/inject=enabled', 'examples/']);
+    expect(result.code, result.stderr).toBe(0);
+    const list = JSON.parse(result.stdout) as Explanation[];
+    expect(list.map((e) => `${e.kind}/${e.name}`)).toEqual(expect.arrayContaining(['deployment/web', 'pod/emoji']));
+    for (const e of list) {
+      expect(e.decision.outcome).toBe('injected');
+      expect(e.startup[0]?.container).toBe('linkerd-init');
+      expect(e.iptables?.ipv4.length).toBeGreaterThan(0);
+    }
+  });
+});
+
+const here = dirname(fileURLToPath(import.meta.url));
+const fixtures = resolve(process.env['LINKERD_FIXTURES'] ?? join(here, '..', '..', '..', 'shared', 'linkerd2'));
+const present = existsSync(join(fixtures, 'cases.json'));
+
+describe.runIf(present)("explain on Linkerd's fixture inputs", () => {
+  const cases = present
+    ? (JSON.parse(readFileSync(join(fixtures, 'cases.json'), 'utf8')) as {
+        namespaceAnnotations: Record<string, Record<string, string>>;
+        podPatchCases: { cases: Array<{ input: string; ns: string }> };
+      })
+    : undefined;
+  const inputs = cases?.podPatchCases.cases ?? [];
+  it.each(inputs.map((c) => [c.input, c.ns] as const))('%s in namespace %s: a record a user can act on', async (input, ns) => {
+    const flags = Object.entries(cases?.namespaceAnnotations[ns] ?? {}).flatMap(([k, v]) => ['--namespace-annotation', `${k}=${v}`]);
+    const result = await runExplain([...ANCHORS, '-o', 'json', ...flags, join(fixtures, input)]);
+    expect(result.code, result.stderr).toBe(0);
+    const [e, ...rest] = JSON.parse(result.stdout) as Explanation[];
+    expect(rest).toEqual([]);
+    if (e?.decision.outcome === 'injected') {
+      const names = e.startup.map((s) => s.container);
+      expect(names.filter((n) => n === 'linkerd-proxy')).toHaveLength(1);
+      expect(e.iptables?.ipv4).toContain('-A OUTPUT -m comment --comment "proxy-init/install-proxy-init-output" -j PROXY_INIT_OUTPUT');
+      expect(e.startup.at(-1)?.phase).toBe('container');
+    } else {
+      expect(e?.decision.reasons.length).toBeGreaterThan(0);
+      for (const r of e?.decision.reasons ?? []) expect(r.fix).toBeTruthy();
+    }
+  });
+});

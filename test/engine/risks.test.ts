@@ -1,0 +1,99 @@
+/** Start-up risks: what each configuration makes go wrong when the injected pod starts, and when nothing does. */
+import { describe, expect, it } from 'vitest';
+import { inject, riskWarning, type StartupRiskCode } from '../../src/engine/index.js';
+import { pod, testConfig } from '../support/engine.js';
+
+type Spec = Record<string, unknown>;
+
+const APP = { name: 'app', image: 'app:1', ports: [{ containerPort: 8080 }] };
+
+function risksOf(opts: { annotations?: Record<string, string>; spec?: Spec; cni?: boolean; owner?: string }) {
+  const result = inject({
+    object: pod({ annotations: { 'linkerd.io/inject': 'enabled', ...opts.annotations }, spec: opts.spec ?? { containers: [APP] } }),
+    config: testConfig((v) => {
+      if (opts.cni) v.cniEnabled = true;
+    }),
+    ...(opts.owner && { owner: { kind: opts.owner, name: 'owner' } }),
+  });
+  return result.risks;
+}
+const codes = (risks: Array<{ code: StartupRiskCode }>): StartupRiskCode[] => risks.map((r) => r.code);
+
+describe('startup risks', () => {
+  it('a plain pod with the default configuration has none', () => {
+    expect(risksOf({})).toEqual([]);
+  });
+
+  it('an init container under the CNI plugin in classic mode has no network, and the fix names the proxy uid', () => {
+    const risks = risksOf({ cni: true, spec: { initContainers: [{ name: 'fetch', image: 'curl' }], containers: [APP] } });
+    expect(codes(risks)).toEqual(['init_container_network_under_cni']);
+    expect(risks[0]?.container).toBe('fetch');
+    expect(risks[0]?.fix).toContain('runAsUser: 2102');
+  });
+
+  it('the same init container is fine with linkerd-init, as the proxy uid, or with a native sidecar', () => {
+    const init = { initContainers: [{ name: 'fetch', image: 'curl' }], containers: [APP] };
+    expect(risksOf({ spec: init })).toEqual([]);
+    const asProxy = { initContainers: [{ name: 'fetch', image: 'curl', securityContext: { runAsUser: 2102 } }], containers: [APP] };
+    expect(risksOf({ cni: true, spec: asProxy })).toEqual([]);
+    const podUid = { securityContext: { runAsUser: 2102 }, ...init };
+    expect(codes(risksOf({ cni: true, spec: podUid }))).toEqual(['container_runs_as_proxy_uid']);
+    expect(risksOf({ cni: true, spec: init, annotations: { 'config.linkerd.io/proxy-enable-native-sidecar': 'true' } })).toEqual([]);
+  });
+
+  it.each(['job', 'cronjob'])('a %s with a classic sidecar never completes; with a native sidecar it does', (kind) => {
+    const risks = risksOf({ owner: kind, spec: { restartPolicy: 'Never', containers: [APP] } });
+    expect(codes(risks)).toEqual(['proxy_never_exits']);
+    expect(risks[0]?.text).toContain(kind === 'job' ? 'a Job' : 'a CronJob');
+    expect(risks[0]?.fix).toContain('proxy-enable-native-sidecar');
+    const native = { 'config.linkerd.io/proxy-enable-native-sidecar': 'true' };
+    expect(risksOf({ owner: kind, annotations: native, spec: { restartPolicy: 'Never', containers: [APP] } })).toEqual([]);
+  });
+
+  it('a pod whose owner is unknown is recognised as running to completion by its restart policy', () => {
+    expect(codes(risksOf({ spec: { restartPolicy: 'OnFailure', containers: [APP] } }))).toEqual(['proxy_never_exits']);
+    expect(risksOf({ spec: { restartPolicy: 'Always', containers: [APP] } })).toEqual([]);
+  });
+
+  it('proxy-await disabled is a risk for a classic sidecar only', () => {
+    expect(codes(risksOf({ annotations: { 'config.linkerd.io/proxy-await': 'disabled' } }))).toEqual(['proxy_await_disabled']);
+    const native = { 'config.linkerd.io/proxy-await': 'disabled', 'config.linkerd.io/proxy-enable-native-sidecar': 'true' };
+    expect(risksOf({ annotations: native })).toEqual([]);
+  });
+
+  it('a container port that is one of the proxy ports, as configured for this pod, is reported with the port', () => {
+    const spec = { containers: [{ name: 'app', image: 'a', ports: [{ containerPort: 4191 }, { containerPort: 9000 }] }] };
+    const risks = risksOf({ spec });
+    expect(codes(risks)).toEqual(['container_port_is_proxy_port']);
+    expect(risks[0]?.text).toContain("port 4191, the proxy's admin port");
+    // Moving the proxy's admin port away removes the clash; moving its inbound port onto 9000 creates one.
+    expect(risksOf({ spec, annotations: { 'config.linkerd.io/admin-port': '4192', 'config.linkerd.io/inbound-port': '9000' } }).map((r) => r.text))
+      .toEqual([expect.stringContaining("port 9000, the proxy's inbound port")]);
+  });
+
+  it('a declared port skipped inbound and also required to present an identity or opaque conflicts', () => {
+    const annotations = {
+      'config.linkerd.io/skip-inbound-ports': '8000-8100',
+      'config.linkerd.io/proxy-require-identity-inbound-ports': '8080',
+      'config.linkerd.io/opaque-ports': 'http',
+    };
+    const spec = { containers: [{ name: 'app', image: 'a', ports: [{ name: 'http', containerPort: 8080 }] }] };
+    expect(codes(risksOf({ annotations, spec }))).toEqual(['skipped_port_requires_identity', 'skipped_port_is_opaque']);
+  });
+
+  it('a skipped port that is opaque only by the default list is not reported', () => {
+    const spec = { containers: [{ name: 'db', image: 'mysql', ports: [{ containerPort: 3306 }] }] };
+    expect(risksOf({ annotations: { 'config.linkerd.io/skip-inbound-ports': '3306' }, spec })).toEqual([]);
+  });
+
+  it('a pod that is not injected has no risks', () => {
+    const result = inject({ object: pod(), config: testConfig() });
+    expect(result.outcome).toBe('skipped');
+    expect(result.risks).toEqual([]);
+  });
+
+  it('a warning line names the risk', () => {
+    const [risk] = risksOf({ annotations: { 'config.linkerd.io/proxy-await': 'disabled' } });
+    expect(risk && riskWarning(risk)).toMatch(/^start-up risk \(proxy_await_disabled\): config\.linkerd\.io\/proxy-await is disabled/);
+  });
+});
