@@ -354,7 +354,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     const given = opts['namespace-annotation'];
     namespaceFlags = Object.fromEntries((Array.isArray(given) ? given : []).map(parseAnnotation));
   } catch (err) {
-    return usageFailure('explain', (err as Error).message);
+    return usageFailure('explain', (err as Error).message, EXPLAIN_HELP);
   }
   let configured: Configured;
   let flags: FlagAnnotations;
@@ -371,7 +371,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
       documents.push({ source: m.source, index: m.index, objects: (listItems(m.value) ?? [m.value]).filter((o) => o !== null) });
     }
   } catch (err) {
-    if (err instanceof UsageError) return usageFailure('explain', err.message);
+    if (err instanceof UsageError) return usageFailure('explain', err.message, EXPLAIN_HELP);
     if (err instanceof InputError || isEngineError(err)) return failure('explain', err.message);
     throw err;
   }

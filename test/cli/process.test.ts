@@ -55,7 +55,7 @@ describe('the command line, consistently across commands', () => {
       const result = spawnSync('bash', ['-c', script], { encoding: 'utf8', timeout: 60_000 });
       expect(result.stdout).toMatch(/exit 0\n$/);
       const stderr = readFileSync(join(dir, 'err'), 'utf8');
-      expect(stderr).not.toMatch(/EPIPE|Unhandled|at /);
+      expect(stderr).not.toMatch(/EPIPE|Unhandled|\n\s+at \S/);
       expect(stderr).toContain('annotated');
     } finally {
       rmSync(dir, { recursive: true, force: true });
