@@ -49,6 +49,7 @@ describe('identity never reaches the patch', () => {
       const b = inject({ object: withIdentity(object, '', 'uid-2', 'web-7d4b-'), kind: 'Pod', namespace: 'shop', origin: 'webhook', config, owner: { kind: 'deployment', name: 'web' } });
       expect(JSON.stringify(b.patch)).toBe(JSON.stringify(a.patch));
       expect(b.warnings).toEqual(a.warnings);
+      expect(b.risks).toEqual(a.risks);
       expect(b.outcome).toBe(a.outcome);
       expect([a.name, b.name]).toEqual(['web-1', 'web-7d4b-']);
     }
