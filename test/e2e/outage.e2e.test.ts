@@ -9,6 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderChart } from './support/chart.js';
+import { eventually as eventuallyOr } from './support/kube.js';
 import { kubeRequest, startControlPlane, type ControlPlane } from './support/control-plane.js';
 import { linkerdWebhookConfiguration, readyStatus, startInjector, tokenKubeconfig, type RunningInjector } from './support/injector.js';
 
@@ -39,20 +40,8 @@ async function ok(method: string, path: string, body?: unknown, contentType?: st
   return res.json;
 }
 
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}\n${injector?.logs.slice(-20).join('\n')}`);
-    await sleep(500);
-  }
-}
+const eventually = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000) =>
+  eventuallyOr(what, probe, { timeoutMs, context: () => injector?.logs.slice(-20).join('\n') ?? '' });
 
 const podBody = (prefix: string) => ({
   apiVersion: 'v1',
