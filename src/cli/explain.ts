@@ -25,11 +25,11 @@ import {
   VALIDATOR_CONTAINER,
 } from '../engine/names.js';
 import { isWorkloadKind, stringMap } from '../engine/workload.js';
-import { failure, runOnProcess, stdinReader, usageFailure, type CliIo, type CliResult } from './command-io.js';
+import { failure, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { UsageError, annotationsFor, flagAnnotations, parseManifestArgs, type FlagAnnotations, type ParsedOptions } from './inject-flags.js';
 import { annotationOps, configure, nameOf, type Configured } from './inject.js';
 import { InputError, listItems, readDocuments } from './manifests.js';
-import { fetchText, isUrl } from './remote-inputs.js';
+import { inputReader } from './remote-inputs.js';
 import { applyToValue } from './yaml-patch.js';
 
 /** One step of the pod's start-up, in the order the kubelet takes them. */
@@ -366,8 +366,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     configured = configure(opts, cwd, true);
     if (opts['cni'] === true) configured.values.cniEnabled = true;
     flags = flagAnnotations(opts, configured.values);
-    const readIo = { cwd, readStdin: stdinReader(io), remote: { matches: isUrl, read: (url: string) => fetchText(url, io.url) } };
-    for await (const m of readDocuments(inputs, readIo, warnings)) {
+    for await (const m of readDocuments(inputs, inputReader(io, cwd), warnings)) {
       documents.push({ source: m.source, index: m.index, objects: (listItems(m.value) ?? [m.value]).filter((o) => o !== null) });
     }
   } catch (err) {

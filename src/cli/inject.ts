@@ -35,14 +35,13 @@ import {
   failure,
   outputFormat,
   runOnProcess,
-  stdinReader,
   usageFailure,
   type CliIo,
   type CliResult,
 } from './command-io.js';
 import { InputError, transformInputs, type ObjectChange, type OutputFormat } from './manifests.js';
 import { packageRoot } from './package-info.js';
-import { fetchText, isUrl } from './remote-inputs.js';
+import { inputReader } from './remote-inputs.js';
 import { CHECKS, FAIL, OK, WARN, renderReport, type Check, type ObjectReport } from './report.js';
 import { applyToValue, type PatchOp } from './yaml-patch.js';
 
@@ -285,7 +284,7 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
   };
   let outcome;
   try {
-    outcome = await transformInputs(inputs, { cwd, readStdin: stdinReader(io), remote: { matches: isUrl, read: (url) => fetchText(url, io.url) } }, format, (object) => injectObject(object, settings));
+    outcome = await transformInputs(inputs, inputReader(io, cwd), format, (object) => injectObject(object, settings));
   } catch (err) {
     if (err instanceof InputError) return failure('inject', err.message);
     throw err;

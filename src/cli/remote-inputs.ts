@@ -3,7 +3,8 @@
  * code that will run in the cluster, and plain HTTP lets anyone on the path change it.
  */
 import { get } from 'node:https';
-import { InputError } from './manifests.js';
+import { stdinReader, type CliIo } from './command-io.js';
+import { InputError, type ReadIo } from './manifests.js';
 
 /** The most a URL may return, and the longest it may take: a slow or endless server must not hang the command. */
 const MAX_BYTES = 64 * 1024 * 1024;
@@ -78,4 +79,9 @@ export async function fetchText(arg: string, options: UrlOptions = {}): Promise<
     url = answer.redirect ?? url;
   }
   throw new InputError(`${arg}: more than ${MAX_REDIRECTS} redirects`);
+}
+
+/** How a command reads its inputs: files and directories under `cwd`, stdin, and HTTPS URLs. */
+export function inputReader(io: CliIo, cwd: string): ReadIo {
+  return { cwd, readStdin: stdinReader(io), remote: { matches: isUrl, read: (url) => fetchText(url, io.url) } };
 }

@@ -5,9 +5,9 @@ import { defaultValues, isEngineError, loadValues, uninject, type Removed } from
 import { isObject } from '../engine/k8s.js';
 import { UsageError } from './inject-flags.js';
 import { nameOf, notAnObject } from './inject.js';
-import { failure, outputFormat, parseCommandArgs, runOnProcess, stdinReader, usageFailure, type CliIo, type CliResult } from './command-io.js';
+import { failure, outputFormat, parseCommandArgs, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { InputError, transformInputs, type ObjectChange, type OutputFormat } from './manifests.js';
-import { fetchText, isUrl } from './remote-inputs.js';
+import { inputReader } from './remote-inputs.js';
 import { OK, WARN, renderReport, type Check, type ObjectReport } from './report.js';
 
 export const UNINJECT_HELP = `Usage: proxy-injector uninject [flags] FILE|DIR|URL|- ...
@@ -84,7 +84,7 @@ export async function runUninject(argv: readonly string[], io: CliIo = {}): Prom
   try {
     const configured = values ? loadValues(readFileSync(resolve(cwd, values), 'utf8')) : defaultValues();
     const xtablesVolume = configured.proxyInit.xtMountPath.name;
-    const outcome = await transformInputs(inputs, { cwd, readStdin: stdinReader(io), remote: { matches: isUrl, read: (url) => fetchText(url, io.url) } }, format, (object) =>
+    const outcome = await transformInputs(inputs, inputReader(io, cwd), format, (object) =>
       uninjectObject(object, xtablesVolume),
     );
     const warnings = outcome.warnings.map((text): Check => ({ mark: WARN, text }));
