@@ -132,11 +132,6 @@ async function readText(file: string, io: ReadIo, stdin: { text?: string }): Pro
   }
 }
 
-/** Parses one YAML or JSON stream; documents that hold nothing (`---` alone, comments only) are dropped. */
-export function parseManifests(text: string, source: string): Manifest[] {
-  return [...manifestsOf(text, source, [])];
-}
-
 const LINE_OF_POSITION = / at line \d+, column \d+:?$/;
 
 /**

@@ -6,7 +6,6 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +34,7 @@ import {
   renderChart,
   sameObject,
 } from './support/chart.js';
-import { startControlPlane, type ControlPlane } from './support/control-plane.js';
+import { freePorts, startControlPlane, type ControlPlane } from './support/control-plane.js';
 import { startInjector, tokenKubeconfig, type RunningInjector } from './support/injector.js';
 import { createLinkerdNamespace, createNamespace, eventually } from './support/kube.js';
 
@@ -60,15 +59,6 @@ let chartInjector: RunningInjector;
 let chartValues: Record<string, unknown>;
 let linkerdSnapshot: Map<string, string>;
 const scratch = mkdtempSync(join(tmpdir(), 'chart-e2e-'));
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const address = server.address();
-  await new Promise<void>((r) => server.close(() => r()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 const namespace = (name: string, annotations: Record<string, string> = {}, labels: Record<string, string> = {}) => createNamespace(core, name, annotations, labels);
 
@@ -143,7 +133,7 @@ beforeAll(async () => {
   linkerdSnapshot = await snapshot(linkerdObjects);
 
   // The chart, installed as a user would, but with the webhook called on loopback where the injector runs.
-  const port = await freePort();
+  const [port] = (await freePorts(1)) as [number];
   chartValues = { webhook: { url: `https://127.0.0.1:${port}/` } };
   helm(['install', RELEASE, CHART_DIR, '--namespace', RELEASE_NS, '--create-namespace'], { ...kubeconfigOpt(), values: chartValues });
 

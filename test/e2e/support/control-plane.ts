@@ -169,7 +169,7 @@ async function stopProcess(proc: Proc): Promise<void> {
 // helpers
 
 /** Free TCP ports on 127.0.0.1 (all held open together, so they are distinct, then released). */
-async function freePorts(count: number): Promise<number[]> {
+export async function freePorts(count: number): Promise<number[]> {
   const servers = await Promise.all(
     Array.from(
       { length: count },
