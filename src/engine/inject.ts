@@ -86,13 +86,9 @@ export interface PodPatch {
   risks: StartupRisk[];
 }
 
-let lastTrustRoot: { pem: string; sha256: string } | undefined;
-
 /** Lowercase hex SHA-256 of the trust anchors exactly as configured, as Linkerd annotates injected pods. */
 export function trustRootSha256(pem: string): string {
-  // The anchors change with the configuration, not per pod: one remembered hash spares one per admission.
-  if (lastTrustRoot?.pem !== pem) lastTrustRoot = { pem, sha256: createHash('sha256').update(pem, 'utf8').digest('hex') };
-  return lastTrustRoot.sha256;
+  return createHash('sha256').update(pem, 'utf8').digest('hex');
 }
 
 /**
