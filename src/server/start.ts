@@ -8,7 +8,7 @@ import type { ConfigSource } from '../cluster/config-files.js';
 import { buildAdminApp } from './admin.js';
 import { ConnectionTracker } from './connections.js';
 import { InjectorMetrics } from './metrics.js';
-import { CertificateReloader, ensureCertificates, loadKeyPair } from './tls.js';
+import { CertificateReloader, ensureCertificates, loadKeyPair } from '../tls/index.js';
 import { buildWebhookApp, type ServerLimits } from './webhook.js';
 
 export interface ListenAddress {

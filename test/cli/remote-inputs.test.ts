@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runInject } from '../../src/cli/inject.js';
 import { isUrl } from '../../src/cli/remote-inputs.js';
 import { runUninject } from '../../src/cli/uninject.js';
-import { ensureCertificates } from '../../src/server/tls.js';
+import { ensureCertificates } from '../../src/tls/index.js';
 
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
 const DEPLOYMENT = readFileSync('test/fixtures/cli/in/deployment.yaml', 'utf8');
