@@ -6,6 +6,7 @@
 import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { compareCodeUnits } from '../engine/index.js';
 import type { CliResult } from './command-io.js';
 import { FAIL, OK, WARN, type Check } from './report.js';
 
@@ -61,7 +62,7 @@ const isExecutable = (path: string): boolean => {
 function configFiles(dir: string): string[] {
   return readdirSync(dir)
     .filter((name) => /\.(conflist|conf|json)$/.test(name) && isFile(join(dir, name)))
-    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    .sort(compareCodeUnits);
 }
 
 interface PluginConf {

@@ -13,24 +13,22 @@ import {
   type IptablesPlan,
   type SkipReasonCode,
   type StartupRisk,
+  isObject,
+  isWorkloadKind,
+  names,
+  objectsIn,
+  stringMap,
+  type Container,
+  type PodSpec,
 } from '../engine/index.js';
-import { isObject, objectsIn, type Container, type PodSpec } from '../engine/k8s.js';
-import {
-  A,
-  DEBUG_CONTAINER,
-  INIT_CONTAINER,
-  INJECT_ANNOTATION,
-  INJECT_INGRESS,
-  PROXY_CONTAINER,
-  VALIDATOR_CONTAINER,
-} from '../engine/names.js';
-import { isWorkloadKind, stringMap } from '../engine/workload.js';
 import { failure, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { UsageError, annotationsFor, flagAnnotations, parseManifestArgs, type FlagAnnotations, type ParsedOptions } from './inject-flags.js';
 import { annotationOps, configure, nameOf, type Configured } from './inject.js';
 import { InputError, listItems, readDocuments } from './manifests.js';
 import { inputReader } from './remote-inputs.js';
 import { applyToValue } from './yaml-patch.js';
+
+const { ANNOTATIONS, DEBUG_CONTAINER, INIT_CONTAINER, INJECT_ANNOTATION, INJECT_INGRESS, PROXY_CONTAINER, VALIDATOR_CONTAINER } = names;
 
 /** One step of the pod's start-up, in the order the kubelet takes them. */
 export interface StartupStep {
@@ -287,7 +285,7 @@ function whyInjected(
   if (mode) {
     const how = mode.nativeSidecar
       ? 'native sidecar'
-      : `classic sidecar${mode.await ? ' with linkerd-await' : ` without linkerd-await (${A.proxyAwait}: disabled)`}`;
+      : `classic sidecar${mode.await ? ' with linkerd-await' : ` without linkerd-await (${ANNOTATIONS.proxyAwait}: disabled)`}`;
     out.push({ code: 'proxy_mode', text: `${how}; traffic redirected by ${mode.cni ? 'the Linkerd CNI plugin' : 'linkerd-init'}` });
   }
   return out;

@@ -2,12 +2,10 @@
  * The proxy configuration flags of `inject`, named as `linkerd inject` names them, each written to the pod template as
  * the `config.linkerd.io/*` annotation it stands for.
  */
-import { A, INJECT_ANNOTATION, INJECT_INGRESS, NAMESPACE_INHERITED_ANNOTATIONS } from '../engine/names.js';
-import { INBOUND_POLICIES } from '../engine/overrides.js';
-import { parseGoDuration, parseGoInt, parseGoUint, parseQuantity } from '../engine/parsers.js';
-import { parsePortList } from '../engine/ports.js';
-import { isCidr, type LinkerdValues } from '../engine/values.js';
+import { INBOUND_POLICIES, names, refusal, type LinkerdValues } from '../engine/index.js';
 import { parseCommandArgs } from './command-io.js';
+
+const { ANNOTATIONS, INJECT_ANNOTATION, INJECT_INGRESS, NAMESPACE_INHERITED_ANNOTATIONS } = names;
 
 export class UsageError extends Error {
   override readonly name = 'UsageError';
@@ -24,7 +22,10 @@ interface ProxyFlag {
   annotation: string;
   /** The annotation value for what was given; the flag's text by default, "true"/"false" for booleans. */
   value?: (given: string | boolean) => string | undefined;
-  /** Why the value is refused, or undefined when it is fine. */
+  /**
+   * Why the value is refused, beyond what the annotation's own rule refuses (every value first goes through the rule the
+   * webhook applies to the annotation); undefined when it is fine.
+   */
   check?: (text: string) => string | undefined;
   /** The installed configuration's value, in the annotation's terms; undefined when it has none to compare with. */
   installed?: (v: LinkerdValues) => string | undefined;
@@ -32,39 +33,13 @@ interface ProxyFlag {
   deprecated?: string;
 }
 
-const port = (text: string): string | undefined => {
-  const n = parseGoInt(text, 32);
-  return n === undefined || n < 1 || n > 65535 ? 'expected a port number (1-65535)' : undefined;
-};
-const id = (min: number) => (text: string): string | undefined => {
-  const n = parseGoInt(text, 64);
-  return n === undefined || n < min || n > 2147483647 ? `expected a whole number from ${min} to 2147483647` : undefined;
-};
-const quantity = (text: string): string | undefined => {
-  const q = parseQuantity(text);
-  return q === undefined || q.num < 0n ? 'expected a Kubernetes quantity such as 100m or 64Mi' : undefined;
-};
-const portList = (names: boolean) => (text: string): string | undefined => {
-  // Port names are resolved against each pod's containers, so they are accepted where Linkerd accepts them.
-  const { invalid } = parsePortList(text);
-  const bad = names ? invalid.filter((item) => !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(item)) : invalid;
-  return bad.length > 0 ? `not a port${names ? ', port name' : ''} or port range: ${bad.join(', ')}` : undefined;
-};
-const duration = (text: string): string | undefined => {
-  const ns = parseGoDuration(text);
-  return ns === undefined || ns < 0n ? 'expected a duration such as 30s or 1m' : undefined;
-};
 const oneOf = (choices: readonly string[]) => (text: string): string | undefined =>
   choices.includes(text) ? undefined : `expected one of ${choices.join(', ')}`;
+const notEmpty = (text: string): string | undefined => (text === '' ? 'must not be empty' : undefined);
 const bool = (b: string | boolean): string => String(b === true);
 
 const resource = (field: 'cpu' | 'memory' | 'ephemeral-storage', which: 'request' | 'limit') => (v: LinkerdValues) =>
   v.proxy.resources[field][which];
-const cidrs = (text: string): string | undefined =>
-  text.split(',').every((s) => isCidr(s.trim())) ? undefined : 'expected CIDRs such as 10.0.0.0/8';
-const seconds = (text: string): string | undefined =>
-  parseGoUint(text, Number.MAX_SAFE_INTEGER) === undefined ? 'expected a whole number of seconds' : undefined;
-const notEmpty = (text: string): string | undefined => (text === '' ? 'must not be empty' : undefined);
 
 type Extra = Partial<Pick<ProxyFlag, 'short' | 'list' | 'check' | 'installed' | 'value' | 'deprecated'>>;
 
@@ -79,101 +54,89 @@ function toggle(name: string, annotation: string, help: string, extra: Extra): P
 }
 
 const quantityFlag = (name: string, annotation: string, help: string, installed: ProxyFlag['installed']): ProxyFlag =>
-  valued(name, 'AMOUNT', annotation, help, { check: quantity, installed });
+  valued(name, 'AMOUNT', annotation, help, { installed });
 
 /** Every proxy configuration flag, in the order `--help` lists them. */
 export const PROXY_FLAGS: readonly ProxyFlag[] = [
-  valued('proxy-version', 'TAG', A.proxyVersion, 'tag of the proxy image (also used by linkerd-init)', {
+  valued('proxy-version', 'TAG', ANNOTATIONS.proxyVersion, 'tag of the proxy image (also used by linkerd-init)', {
     short: 'v',
     installed: (v) => v.proxy.image.version || v.linkerdVersion,
   }),
-  valued('proxy-image', 'NAME', A.proxyImage, 'proxy image name, without the tag', { installed: (v) => v.proxy.image.name }),
-  valued('image-pull-policy', 'POLICY', A.imagePullPolicy, 'pull policy of the injected containers: Always, IfNotPresent or Never', {
-    check: oneOf(['Always', 'IfNotPresent', 'Never']),
+  valued('proxy-image', 'NAME', ANNOTATIONS.proxyImage, 'proxy image name, without the tag', { installed: (v) => v.proxy.image.name }),
+  valued('image-pull-policy', 'POLICY', ANNOTATIONS.imagePullPolicy, 'pull policy of the injected containers: Always, IfNotPresent or Never', {
     installed: (v) => v.proxy.image.pullPolicy || v.imagePullPolicy,
   }),
-  valued('inbound-port', 'PORT', A.inboundPort, 'proxy port for inbound traffic', {
-    check: port,
+  valued('inbound-port', 'PORT', ANNOTATIONS.inboundPort, 'proxy port for inbound traffic', {
     installed: (v) => String(v.proxy.ports.inbound),
   }),
-  valued('outbound-port', 'PORT', A.outboundPort, 'proxy port for outbound traffic', {
-    check: port,
+  valued('outbound-port', 'PORT', ANNOTATIONS.outboundPort, 'proxy port for outbound traffic', {
     installed: (v) => String(v.proxy.ports.outbound),
   }),
-  valued('control-port', 'PORT', A.controlPort, 'proxy port for control', {
-    check: port,
+  valued('control-port', 'PORT', ANNOTATIONS.controlPort, 'proxy port for control', {
     installed: (v) => String(v.proxy.ports.control),
   }),
-  valued('admin-port', 'PORT', A.adminPort, 'proxy port for metrics and probes', {
-    check: port,
+  valued('admin-port', 'PORT', ANNOTATIONS.adminPort, 'proxy port for metrics and probes', {
     installed: (v) => String(v.proxy.ports.admin),
   }),
-  valued('skip-inbound-ports', 'PORTS', A.skipInboundPorts, 'ports and ranges (a-b) that bypass the proxy inbound', {
+  valued('skip-inbound-ports', 'PORTS', ANNOTATIONS.skipInboundPorts, 'ports and ranges (a-b) that bypass the proxy inbound', {
     list: true,
-    check: portList(false),
     installed: (v) => v.proxyInit.ignoreInboundPorts,
   }),
-  valued('skip-outbound-ports', 'PORTS', A.skipOutboundPorts, 'ports and ranges that bypass the proxy outbound', {
+  valued('skip-outbound-ports', 'PORTS', ANNOTATIONS.skipOutboundPorts, 'ports and ranges that bypass the proxy outbound', {
     list: true,
-    check: portList(false),
     installed: (v) => v.proxyInit.ignoreOutboundPorts,
   }),
-  valued('skip-subnets', 'CIDRS', A.skipSubnets, 'networks whose traffic bypasses the proxy', {
+  valued('skip-subnets', 'CIDRS', ANNOTATIONS.skipSubnets, 'networks whose traffic bypasses the proxy', {
     list: true,
-    check: cidrs,
     installed: (v) => v.proxyInit.skipSubnets,
   }),
-  valued('opaque-ports', 'PORTS', A.opaquePorts, 'ports, ranges or port names proxied without protocol detection', {
+  valued('opaque-ports', 'PORTS', ANNOTATIONS.opaquePorts, 'ports, ranges or port names proxied without protocol detection', {
     list: true,
-    check: portList(true),
     installed: (v) => v.proxy.opaquePorts,
   }),
-  valued('require-identity-on-inbound-ports', 'PORTS', A.proxyRequireIdentityInboundPorts, 'inbound ports on which the proxy requires a client identity', {
+  valued('require-identity-on-inbound-ports', 'PORTS', ANNOTATIONS.proxyRequireIdentityInboundPorts, 'inbound ports on which the proxy requires a client identity', {
     list: true,
-    check: portList(false),
+    // The proxy reads this list itself and the webhook passes it on as written; here it is checked like the skip lists.
+    check: (text) => refusal(ANNOTATIONS.skipInboundPorts, text),
     installed: (v) => v.proxy.requireIdentityOnInboundPorts,
   }),
-  valued('proxy-uid', 'UID', A.proxyUid, 'user ID the proxy runs as', { check: id(0), installed: (v) => String(v.proxy.uid) }),
-  valued('proxy-gid', 'GID', A.proxyGid, 'group ID the proxy runs as (-1 for none)', {
-    check: id(-1),
+  valued('proxy-uid', 'UID', ANNOTATIONS.proxyUid, 'user ID the proxy runs as', { installed: (v) => String(v.proxy.uid) }),
+  valued('proxy-gid', 'GID', ANNOTATIONS.proxyGid, 'group ID the proxy runs as (-1 for none)', {
     installed: (v) => String(v.proxy.gid),
   }),
-  valued('proxy-log-level', 'LEVEL', A.proxyLogLevel, 'proxy log level, e.g. warn,linkerd=info', {
+  valued('proxy-log-level', 'LEVEL', ANNOTATIONS.proxyLogLevel, 'proxy log level, e.g. warn,linkerd=info', {
     check: notEmpty,
     installed: (v) => v.proxy.logLevel,
   }),
-  valued('proxy-log-format', 'FORMAT', A.proxyLogFormat, 'proxy log format: plain or json', {
+  valued('proxy-log-format', 'FORMAT', ANNOTATIONS.proxyLogFormat, 'proxy log format: plain or json', {
     check: oneOf(['plain', 'json']),
     installed: (v) => v.proxy.logFormat,
   }),
-  quantityFlag('proxy-cpu-request', A.proxyCpuRequest, 'CPU the proxy requests (also sets its minimum worker threads)', resource('cpu', 'request')),
-  quantityFlag('proxy-cpu-limit', A.proxyCpuLimit, 'CPU limit of the proxy (also sets its maximum worker threads)', resource('cpu', 'limit')),
-  quantityFlag('proxy-memory-request', A.proxyMemoryRequest, 'memory the proxy requests', resource('memory', 'request')),
-  quantityFlag('proxy-memory-limit', A.proxyMemoryLimit, 'memory limit of the proxy', resource('memory', 'limit')),
-  quantityFlag('proxy-ephemeral-storage-request', A.proxyEphemeralStorageRequest, 'ephemeral storage the proxy requests', resource('ephemeral-storage', 'request')),
-  quantityFlag('proxy-ephemeral-storage-limit', A.proxyEphemeralStorageLimit, 'ephemeral storage limit of the proxy', resource('ephemeral-storage', 'limit')),
-  valued('default-inbound-policy', 'POLICY', A.defaultInboundPolicy, `policy for inbound connections: ${INBOUND_POLICIES.join(', ')}`, {
-    check: oneOf(INBOUND_POLICIES),
+  quantityFlag('proxy-cpu-request', ANNOTATIONS.proxyCpuRequest, 'CPU the proxy requests (also sets its minimum worker threads)', resource('cpu', 'request')),
+  quantityFlag('proxy-cpu-limit', ANNOTATIONS.proxyCpuLimit, 'CPU limit of the proxy (also sets its maximum worker threads)', resource('cpu', 'limit')),
+  quantityFlag('proxy-memory-request', ANNOTATIONS.proxyMemoryRequest, 'memory the proxy requests', resource('memory', 'request')),
+  quantityFlag('proxy-memory-limit', ANNOTATIONS.proxyMemoryLimit, 'memory limit of the proxy', resource('memory', 'limit')),
+  quantityFlag('proxy-ephemeral-storage-request', ANNOTATIONS.proxyEphemeralStorageRequest, 'ephemeral storage the proxy requests', resource('ephemeral-storage', 'request')),
+  quantityFlag('proxy-ephemeral-storage-limit', ANNOTATIONS.proxyEphemeralStorageLimit, 'ephemeral storage limit of the proxy', resource('ephemeral-storage', 'limit')),
+  valued('default-inbound-policy', 'POLICY', ANNOTATIONS.defaultInboundPolicy, `policy for inbound connections: ${INBOUND_POLICIES.join(', ')}`, {
     installed: (v) => v.proxy.defaultInboundPolicy,
   }),
-  valued('access-log', 'FORMAT', A.accessLog, 'HTTP access log of the proxy: apache or json', { installed: (v) => v.proxy.accessLog }),
-  valued('wait-before-exit-seconds', 'N', A.alphaProxyWaitBeforeExitSeconds, 'seconds the proxy stays up after the pod is told to stop (classic sidecar only)', {
-    check: seconds,
+  valued('access-log', 'FORMAT', ANNOTATIONS.accessLog, 'HTTP access log of the proxy: apache or json', { installed: (v) => v.proxy.accessLog }),
+  valued('wait-before-exit-seconds', 'N', ANNOTATIONS.alphaProxyWaitBeforeExitSeconds, 'seconds the proxy stays up after the pod is told to stop (classic sidecar only)', {
     installed: (v) => String(v.proxy.waitBeforeExitSeconds),
   }),
-  valued('close-wait-timeout', 'DURATION', A.closeWaitTimeout, 'conntrack close-wait timeout set by linkerd-init (needs proxyInit.runAsRoot in the values)', {
-    check: duration,
+  valued('close-wait-timeout', 'DURATION', ANNOTATIONS.closeWaitTimeout, 'conntrack close-wait timeout set by linkerd-init (needs proxyInit.runAsRoot in the values)', {
     installed: (v) => `${v.proxyInit.closeWaitTimeoutSecs}s`,
   }),
-  toggle('enable-external-profiles', A.enableExternalProfiles, 'use service profiles for non-Kubernetes services', {
+  toggle('enable-external-profiles', ANNOTATIONS.enableExternalProfiles, 'use service profiles for non-Kubernetes services', {
     installed: (v) => String(v.proxy.enableExternalProfiles),
   }),
   // The values have no switch for the debug sidecar: it is off unless a pod asks for it.
-  toggle('enable-debug-sidecar', A.enableDebugSidecar, 'add the linkerd-debug container', { installed: () => 'false' }),
-  toggle('native-sidecar', A.proxyEnableNativeSidecar, 'run the proxy as a native sidecar (an init container that keeps running)', {
+  toggle('enable-debug-sidecar', ANNOTATIONS.enableDebugSidecar, 'add the linkerd-debug container', { installed: () => 'false' }),
+  toggle('native-sidecar', ANNOTATIONS.proxyEnableNativeSidecar, 'run the proxy as a native sidecar (an init container that keeps running)', {
     installed: (v) => String(v.proxy.nativeSidecar),
   }),
-  toggle('await', A.proxyAwait, 'hold the app containers until the proxy is ready (--no-await or --await=false: the proxy goes last, without the hook)', {
+  toggle('await', ANNOTATIONS.proxyAwait, 'hold the app containers until the proxy is ready (--no-await or --await=false: the proxy goes last, without the hook)', {
     value: (b) => (b === true ? 'enabled' : 'disabled'),
     installed: (v) => (v.proxy.await ? 'enabled' : 'disabled'),
   }),
@@ -181,13 +144,11 @@ export const PROXY_FLAGS: readonly ProxyFlag[] = [
     value: (b) => (b === true ? INJECT_INGRESS : undefined),
   }),
   // Linkerd's deprecated names; listed last because, as in Linkerd, they win over the new names when both are given.
-  valued('proxy-cpu', 'AMOUNT', A.proxyCpuRequest, 'deprecated: use --proxy-cpu-request', {
-    check: quantity,
+  valued('proxy-cpu', 'AMOUNT', ANNOTATIONS.proxyCpuRequest, 'deprecated: use --proxy-cpu-request', {
     installed: resource('cpu', 'request'),
     deprecated: 'proxy-cpu-request',
   }),
-  valued('proxy-memory', 'AMOUNT', A.proxyMemoryRequest, 'deprecated: use --proxy-memory-request', {
-    check: quantity,
+  valued('proxy-memory', 'AMOUNT', ANNOTATIONS.proxyMemoryRequest, 'deprecated: use --proxy-memory-request', {
     installed: resource('memory', 'request'),
     deprecated: 'proxy-memory-request',
   }),
@@ -291,7 +252,7 @@ export function flagAnnotations(parsed: ParsedOptions, values: LinkerdValues, en
     if (raw === undefined) continue;
     const text = Array.isArray(raw) ? raw.flatMap((g) => g.split(',')).map((s) => s.trim()).filter((s) => s !== '').join(',') : raw;
     if (typeof text === 'string') {
-      const problem = f.check?.(text);
+      const problem = refusal(f.annotation, text) ?? f.check?.(text);
       if (problem) throw new UsageError(`--${f.name} ${JSON.stringify(text)}: ${problem}`);
     }
     const value = f.value ? f.value(text) : String(text);
@@ -307,8 +268,8 @@ export function flagAnnotations(parsed: ParsedOptions, values: LinkerdValues, en
   // --registry (or Linkerd's variable for it) moves the proxy and debug images, after --proxy-image as in Linkerd.
   const registry = typeof parsed['registry'] === 'string' ? parsed['registry'] : env[REGISTRY_ENV] || undefined;
   if (registry !== undefined) {
-    set(A.proxyImage, withRegistry(given[A.proxyImage] ?? values.proxy.image.name, registry), values.proxy.image.name);
-    set(A.debugImage, withRegistry(values.debugContainer.image.name, registry), values.debugContainer.image.name);
+    set(ANNOTATIONS.proxyImage, withRegistry(given[ANNOTATIONS.proxyImage] ?? values.proxy.image.name, registry), values.proxy.image.name);
+    set(ANNOTATIONS.debugImage, withRegistry(values.debugContainer.image.name, registry), values.debugContainer.image.name);
   }
   if (parsed['disable-identity'] === true) {
     throw new UsageError('--disable-identity is no longer supported; identity is always required');

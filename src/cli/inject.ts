@@ -17,11 +17,14 @@ import {
   type InjectorConfig,
   type LinkerdValues,
   type SkipReasonCode,
+  addMapEntries,
+  isObject,
+  isWorkloadKind,
+  names,
+  objectName,
+  stringMap,
+  type Json,
 } from '../engine/index.js';
-import { isObject, type Json } from '../engine/k8s.js';
-import { A, INJECT_ANNOTATION, INJECT_DISABLED, INJECT_ENABLED, INJECT_INGRESS } from '../engine/names.js';
-import { addMapEntries } from '../engine/patch.js';
-import { isWorkloadKind, stringMap } from '../engine/workload.js';
 import {
   INJECT_HELP,
   UsageError,
@@ -44,6 +47,8 @@ import { packageRoot } from './package-info.js';
 import { inputReader } from './remote-inputs.js';
 import { CHECKS, FAIL, OK, WARN, renderReport, type Check, type ObjectReport } from './report.js';
 import { applyToValue, type PatchOp } from './yaml-patch.js';
+
+const { ANNOTATIONS, INJECT_ANNOTATION, INJECT_DISABLED, INJECT_ENABLED, INJECT_INGRESS } = names;
 
 export type { CliIo, CliResult } from './command-io.js';
 
@@ -101,11 +106,7 @@ export function notAnObject(): ObjectChange<ObjectReport> {
   return { ops: [], failed: true, report: { kind: 'document', name: '', status: 'failed', detail: 'not a Kubernetes object', checks: [] } };
 }
 
-export function nameOf(object: Record<string, unknown>): string {
-  const metadata = isObject(object['metadata']) ? object['metadata'] : {};
-  const name = metadata['name'] ?? metadata['generateName'];
-  return typeof name === 'string' ? name : '';
-}
+export const nameOf = (object: Record<string, unknown>): string => objectName(object);
 
 function checksOf(result: InjectionResult): Check[] {
   return CHECKS.map(({ code, pass }): Check => {
@@ -152,10 +153,10 @@ export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectR
   if (kind === 'service') {
     // As Linkerd does, --opaque-ports is recorded on Services too: clients read it there.
     const own = stringMap(isObject(base['metadata']) ? base['metadata']['annotations'] : undefined);
-    const ports = annotationsFor(s.flags, own, 'template')[A.opaquePorts];
+    const ports = annotationsFor(s.flags, own, 'template')[ANNOTATIONS.opaquePorts];
     if (ports !== undefined) {
-      ops.push(...annotationOps(base, '/metadata', { [A.opaquePorts]: ports }));
-      return done('annotated', `${A.opaquePorts}: ${ports}`);
+      ops.push(...annotationOps(base, '/metadata', { [ANNOTATIONS.opaquePorts]: ports }));
+      return done('annotated', `${ANNOTATIONS.opaquePorts}: ${ports}`);
     }
     return done(ops.length > 0 ? 'uninjected' : 'unchanged', 'no opaque ports to record');
   }

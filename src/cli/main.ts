@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** The `proxy-injector` command line: dispatches to subcommands. */
-import { DEFAULT_LINKERD_VERSION } from '../engine/values.js';
+import { DEFAULT_LINKERD_VERSION } from '../engine/index.js';
 import { usageText } from './command-io.js';
 import { UsageError } from './inject-flags.js';
 import { packageVersion } from './package-info.js';

@@ -21,6 +21,7 @@ import {
   type SchemaOptions,
   type ToStringOptions,
 } from 'yaml';
+import { compareCodeUnits } from '../engine/index.js';
 import { applyToValue, documentPatcher, sameValue, type PatchOp } from './yaml-patch.js';
 
 /** Extensions read from a directory; files named on the command line are read whatever their name. */
@@ -76,7 +77,7 @@ export interface ReadIo {
 export function expandInputs(args: readonly string[], cwd: string): string[] {
   const files: string[] = [];
   const walk = (shown: string, real: string): void => {
-    for (const name of readdirSync(real).sort(lexical)) {
+    for (const name of readdirSync(real).sort(compareCodeUnits)) {
       const childShown = join(shown, name);
       const childReal = join(real, name);
       const stat = statSync(childReal);
@@ -101,8 +102,6 @@ export function expandInputs(args: readonly string[], cwd: string): string[] {
   }
   return files;
 }
-
-const lexical = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** What one argument named: a file, stdin or a directory, and the manifest files found in it. */
 interface InputGroup {

@@ -1,8 +1,7 @@
 /** `proxy-injector uninject`: takes Linkerd's proxy, init container, volumes and metadata out of manifests. */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { defaultValues, isEngineError, loadValues, uninject, type Removed } from '../engine/index.js';
-import { isObject } from '../engine/k8s.js';
+import { defaultValues, isEngineError, isObject, loadValues, uninject, type Removed } from '../engine/index.js';
 import { UsageError } from './inject-flags.js';
 import { nameOf, notAnObject } from './inject.js';
 import { failure, outputFormat, parseCommandArgs, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';

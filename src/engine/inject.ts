@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { EngineError } from './errors.js';
 import {
-  A,
+  ANNOTATIONS,
   CONTROL_PLANE_NS_LABEL,
   CREATED_BY_ANNOTATION,
   INJECT_ANNOTATION,
@@ -136,7 +136,7 @@ export function podPatch(input: PodPatchInput): PodPatch {
   labels[WORKLOAD_NS_LABEL] = input.workloadNamespace;
 
   const overrideAnnotations = input.origin === 'cli' ? ownAnnotations : overridable(ownAnnotations, input.pendingAnnotations);
-  const namespaceAdditionalEnv = input.namespaceAnnotations?.[A.proxyAdditionalEnv];
+  const namespaceAdditionalEnv = input.namespaceAnnotations?.[ANNOTATIONS.proxyAdditionalEnv];
   const overridden = applyOverrides({
     values: input.values,
     annotations: overrideAnnotations,
@@ -213,7 +213,7 @@ export function podPatch(input: PodPatchInput): PodPatch {
     ops.push(add(`${P}/spec/containers/-`, container));
     added.containers.push('linkerd-proxy');
   }
-  const explicitOpaquePorts = ownAnnotations[A.opaquePorts] ?? input.namespaceAnnotations?.[A.opaquePorts];
+  const explicitOpaquePorts = ownAnnotations[ANNOTATIONS.opaquePorts] ?? input.namespaceAnnotations?.[ANNOTATIONS.opaquePorts];
   const risks = startupRisks({
     spec,
     values,
@@ -323,9 +323,9 @@ export function inject(request: InjectionRequest): InjectionResult {
     };
     if (origin === 'webhook') {
       Object.assign(pending, inheritedNamespaceAnnotations(ownAnnotations, nsAnnotations));
-      if (!(A.opaquePorts in ownAnnotations) && !(A.opaquePorts in pending)) {
+      if (!(ANNOTATIONS.opaquePorts in ownAnnotations) && !(ANNOTATIONS.opaquePorts in pending)) {
         const ports = defaultOpaquePortsForPod(spec, values.proxy.opaquePorts);
-        if (ports !== '') pending[A.opaquePorts] = ports;
+        if (ports !== '') pending[ANNOTATIONS.opaquePorts] = ports;
       }
     }
     const owner = request.owner ?? (located.kind === 'pod' ? undefined : { kind: located.kind, name: located.name });
@@ -345,7 +345,7 @@ export function inject(request: InjectionRequest): InjectionResult {
 
   const patch = origin === 'webhook' ? opaquePortsPatch(request.object, located.kind, nsAnnotations, values) : [];
   const added = nothingAdded();
-  if (patch.length > 0) added.annotations[A.opaquePorts] = String(patch[patch.length - 1]?.value ?? '');
+  if (patch.length > 0) added.annotations[ANNOTATIONS.opaquePorts] = String(patch[patch.length - 1]?.value ?? '');
   return { ...base, outcome: patch.length > 0 ? 'annotated' : 'skipped', patch, added, warnings: [], risks: [] };
 }
 
@@ -362,11 +362,11 @@ export function opaquePortsPatch(
   if (!isObject(object)) return [];
   const metadata = isObject(object['metadata']) ? object['metadata'] : {};
   const annotations = stringMap(metadata['annotations']);
-  if (A.opaquePorts in annotations) return [];
+  if (ANNOTATIONS.opaquePorts in annotations) return [];
   const has = { metadata: isObject(object['metadata']), annotations: isObject(metadata['annotations']) };
   // The namespace's value is copied as it is, even when empty: the key's presence is what counts.
-  if (A.opaquePorts in namespaceAnnotations) {
-    return opaquePortsAnnotationPatch(namespaceAnnotations[A.opaquePorts] ?? '', has);
+  if (ANNOTATIONS.opaquePorts in namespaceAnnotations) {
+    return opaquePortsAnnotationPatch(namespaceAnnotations[ANNOTATIONS.opaquePorts] ?? '', has);
   }
   const spec = isObject(object['spec']) ? object['spec'] : {};
   const lower = kind.toLowerCase();

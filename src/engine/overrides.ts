@@ -1,19 +1,9 @@
 /** Workload and namespace annotations applied over the Linkerd values: the per-pod configuration of the proxy. */
-import { A, INJECT_ANNOTATION, INJECT_INGRESS, NAMESPACE_INHERITED_ANNOTATIONS } from './names.js';
-import {
-  durationToMillis,
-  durationToSeconds,
-  parseGoBool,
-  parseGoDuration,
-  parseGoInt,
-  parseGoUint,
-  parseQuantity,
-  quantityToWholeCores,
-} from './parsers.js';
-import { parsePortList } from './ports.js';
-import { ANNOTATION_DECODER, decodeEnvList, PULL_POLICIES } from './api-types.js';
+import { ANNOTATIONS, INJECT_ANNOTATION, INJECT_INGRESS, NAMESPACE_INHERITED_ANNOTATIONS } from './names.js';
 import { copyPlain, type EnvVar } from './k8s.js';
-import { isCidr, type LinkerdValues, type ResourceValues } from './values.js';
+import { OVERRIDE_RULES, overrideRule, parseAdditionalEnv, type OverrideRule, type OverrideTarget } from './override-rules.js';
+import { parseQuantity } from './parsers.js';
+import type { LinkerdValues } from './values.js';
 
 /** The namespace's proxy annotations that the workload does not carry itself (presence of the key, not its value). */
 export function inheritedNamespaceAnnotations(
@@ -28,15 +18,6 @@ export function inheritedNamespaceAnnotations(
   }
   return inherited;
 }
-
-export const INBOUND_POLICIES = [
-  'all-unauthenticated',
-  'all-authenticated',
-  'cluster-unauthenticated',
-  'cluster-authenticated',
-  'deny',
-  'audit',
-] as const;
 
 export interface OverrideInput {
   /** The values the cluster is configured with; never mutated. */
@@ -60,9 +41,6 @@ export interface Overridden {
   warnings: string[];
 }
 
-const MAX_PORT = 65535;
-const MAX_ID = 2147483647;
-
 function ignored(warnings: string[], key: string, value: string, why: string): void {
   warnings.push(`ignored annotation ${key}=${JSON.stringify(value)}: ${why}`);
 }
@@ -81,264 +59,99 @@ export function mergeAdditionalEnv(layers: ReadonlyArray<readonly EnvVar[]>): En
 }
 
 /**
- * Parses a `proxy-additional-env` value: a JSON list of Kubernetes env vars, each decoded as the API server would
- * decode it (see `decodeEnvVar`). Empty and `null` mean no entries, as for Linkerd.
- */
-export function parseAdditionalEnv(text: string): EnvVar[] | string {
-  if (text === '') return [];
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (err) {
-    return `not JSON: ${(err as Error).message}`;
-  }
-  if (parsed === null) return [];
-  if (!Array.isArray(parsed)) return 'not a JSON list of env vars';
-  return decodeEnvList(parsed, 'entry', ANNOTATION_DECODER);
-}
-
-/** Validates a comma-separated list of ports and ranges without rewriting it (proxy-init receives it as written). */
-function isPortList(text: string): boolean {
-  const { invalid } = parsePortList(text);
-  return invalid.length === 0;
-}
-
-/**
- * Applies every `config.linkerd.io/*` (and alpha/beta) override in force to a copy of the values. A value that does
- * not parse is ignored, as Linkerd ignores it, and reported in `warnings`. Values Linkerd would refuse to render
- * (an unknown header-logging mode, a close-wait timeout without a root init container) are ignored the same way
- * rather than failing pod creation.
+ * Applies every `config.linkerd.io/*` (and alpha/beta) override in force to a copy of the values, each read by its
+ * rule in OVERRIDE_RULES. A value that does not parse is ignored, as Linkerd ignores it, and reported in `warnings`.
+ * Values Linkerd would refuse to render (an unknown header-logging mode, a close-wait timeout without a root init
+ * container) are ignored the same way rather than failing pod creation. The rules that involve several fields follow
+ * the loop: resource requests larger than their limits, which native-sidecar key decides, the additional-env layers,
+ * the close-wait timeout's need for a root init container, and tracing.
  */
 export function applyOverrides(input: OverrideInput): Overridden {
-  const values = copyPlain(input.values);
   const ann = input.annotations;
-  const warnings: string[] = [];
+  const target: OverrideTarget = { values: copyPlain(input.values), isGateway: false, debugSidecar: false };
+  const { values } = target;
   const proxy = values.proxy;
-  const get = (key: string): string | undefined => (key in ann ? (ann[key] ?? '') : undefined);
-
-  const str = (key: string, set: (v: string) => void): void => {
-    const v = get(key);
-    if (v !== undefined) set(v);
-  };
-  const bool = (key: string, set: (v: boolean) => void): void => {
-    const v = get(key);
-    if (v === undefined) return;
-    const b = parseGoBool(v);
-    if (b === undefined) ignored(warnings, key, v, 'not a boolean');
-    else set(b);
-  };
-  const enabledDisabled = (key: string, set: (v: boolean) => void): void => {
-    const v = get(key);
-    if (v === undefined) return;
-    if (v === 'enabled') set(true);
-    else if (v === 'disabled') set(false);
-    else ignored(warnings, key, v, 'must be "enabled" or "disabled"');
-  };
-  const port = (key: string, set: (v: number) => void): void => {
-    const v = get(key);
-    if (v === undefined) return;
-    const n = parseGoInt(v, 32);
-    if (n === undefined || n < 1 || n > MAX_PORT) ignored(warnings, key, v, 'not a port number (1-65535)');
-    else set(n);
-  };
-  const duration = (key: string, render: (ns: bigint) => string, set: (v: string) => void): void => {
-    const v = get(key);
-    if (v === undefined) return;
-    const ns = parseGoDuration(v);
-    if (ns === undefined || ns < 0n) ignored(warnings, key, v, 'not a duration such as "500ms" or "2s"');
-    else set(render(ns));
-  };
-  const quantity = (key: string, target: ResourceValues, field: 'request' | 'limit', cores?: (n: number) => void) => {
-    const v = get(key);
-    if (v === undefined) return;
-    const q = parseQuantity(v);
-    if (q === undefined || q.num < 0n) {
-      ignored(warnings, key, v, 'not a non-negative Kubernetes quantity such as "100m" or "64Mi"');
-      return;
+  const warnings: string[] = [];
+  const context = { namedPorts: input.namedPorts };
+  /** The annotation's value when present and usable; undefined (with a warning when present) otherwise. */
+  const read = <T>(rule: OverrideRule<T>): { value: T } | undefined => {
+    if (!(rule.annotation in ann)) return undefined;
+    const text = ann[rule.annotation] ?? '';
+    const parsed = rule.parse(text, context);
+    if ('reason' in parsed) {
+      ignored(warnings, rule.annotation, text, parsed.reason);
+      return undefined;
     }
-    target[field] = v;
-    cores?.(quantityToWholeCores(q));
+    for (const item of parsed.dropped?.items ?? []) ignored(warnings, rule.annotation, item, parsed.dropped?.reason ?? '');
+    return parsed;
   };
 
-  const inject = get(INJECT_ANNOTATION);
-  const isIngress = inject === INJECT_INGRESS;
+  for (const rule of OVERRIDE_RULES as readonly OverrideRule<unknown>[]) {
+    if (!rule.apply) continue;
+    const got = read(rule);
+    if (got) rule.apply(target, got.value);
+  }
 
-  str(A.proxyImage, (v) => (proxy.image.name = v));
-  str(A.proxyVersion, (v) => (proxy.image.version = v));
-  const pullPolicy = (key: string, set: (v: string) => void): void => {
-    const v = get(key);
-    if (v === undefined) return;
-    if (v === '' || PULL_POLICIES.includes(v)) set(v);
-    else ignored(warnings, key, v, `must be one of ${PULL_POLICIES.join(', ')}`);
-  };
-  pullPolicy(A.imagePullPolicy, (v) => (proxy.image.pullPolicy = v));
-  port(A.controlPort, (v) => (proxy.ports.control = v));
-  port(A.inboundPort, (v) => (proxy.ports.inbound = v));
-  port(A.adminPort, (v) => (proxy.ports.admin = v));
-  port(A.outboundPort, (v) => (proxy.ports.outbound = v));
-  enabledDisabled(A.proxyAdminShutdown, (v) => (proxy.enableShutdownEndpoint = v));
-  str(A.proxyLogLevel, (v) => (proxy.logLevel = v));
-  {
-    const v = get(A.proxyLogHttpHeaders);
-    if (v !== undefined) {
-      if (v === 'insecure' || v === 'off' || v === '') proxy.logHTTPHeaders = v;
-      else ignored(warnings, A.proxyLogHttpHeaders, v, 'must be "insecure" or "off"');
-    }
-  }
-  str(A.proxyLogFormat, (v) => (proxy.logFormat = v));
-  str(A.proxyRequireIdentityInboundPorts, (v) => (proxy.requireIdentityOnInboundPorts = v));
-  bool(A.proxyMetricsHostnameLabels, (v) => (proxy.metrics.hostnameLabels = v));
-  duration(A.proxyOutboundConnectTimeout, durationToMillis, (v) => (proxy.outboundConnectTimeout = v));
-  duration(A.proxyInboundConnectTimeout, durationToMillis, (v) => (proxy.inboundConnectTimeout = v));
-  duration(A.proxyOutboundDiscoveryCacheUnusedTimeout, durationToSeconds, (v) => {
-    proxy.outboundDiscoveryCacheUnusedTimeout = v;
-  });
-  duration(A.proxyInboundDiscoveryCacheUnusedTimeout, durationToSeconds, (v) => {
-    proxy.inboundDiscoveryCacheUnusedTimeout = v;
-  });
-  bool(A.proxyDisableOutboundProtocolDetectTimeout, (v) => (proxy.disableOutboundProtocolDetectTimeout = v));
-  bool(A.proxyDisableInboundProtocolDetectTimeout, (v) => (proxy.disableInboundProtocolDetectTimeout = v));
-  duration(A.shutdownGracePeriod, durationToMillis, (v) => (proxy.shutdownGracePeriod = v));
-  bool(A.enableExternalProfiles, (v) => (proxy.enableExternalProfiles = v));
-  {
-    const v = get(A.defaultInboundPolicy);
-    if (v !== undefined) {
-      if ((INBOUND_POLICIES as readonly string[]).includes(v)) proxy.defaultInboundPolicy = v;
-      else ignored(warnings, A.defaultInboundPolicy, v, `must be one of ${INBOUND_POLICIES.join(', ')}`);
-    }
-  }
-  str(A.accessLog, (v) => (proxy.accessLog = v));
-  {
-    const v = get(A.opaquePorts);
-    if (v !== undefined) {
-      const { ports, invalid } = parsePortList(v, input.namedPorts);
-      for (const item of invalid) ignored(warnings, A.opaquePorts, item, 'not a port, a range or a container port name');
-      proxy.opaquePorts = ports.join(',');
-    }
-  }
-  for (const [key, field] of [
-    [A.skipInboundPorts, 'ignoreInboundPorts'],
-    [A.skipOutboundPorts, 'ignoreOutboundPorts'],
+  // A request larger than its limit makes the API server refuse the pod, so the annotations of such a pair are
+  // ignored (the configured pair and worker threads stay) rather than failing pod creation.
+  for (const [requestKey, limitKey, field] of [
+    [ANNOTATIONS.proxyCpuRequest, ANNOTATIONS.proxyCpuLimit, 'cpu'],
+    [ANNOTATIONS.proxyMemoryRequest, ANNOTATIONS.proxyMemoryLimit, 'memory'],
+    [ANNOTATIONS.proxyEphemeralStorageRequest, ANNOTATIONS.proxyEphemeralStorageLimit, 'ephemeral-storage'],
   ] as const) {
-    const v = get(key);
-    if (v === undefined) continue;
-    if (isPortList(v)) values.proxyInit[field] = v;
-    else ignored(warnings, key, v, 'not a comma-separated list of ports and port ranges');
-  }
-  {
-    const v = get(A.skipSubnets);
-    if (v !== undefined) {
-      const items = v.split(',').map((s) => s.trim()).filter((s) => s !== '');
-      if (items.every(isCidr)) values.proxyInit.skipSubnets = v;
-      else ignored(warnings, A.skipSubnets, v, 'not a comma-separated list of CIDRs');
-    }
-  }
-  {
-    const v = get(A.proxyUid);
-    if (v !== undefined) {
-      const n = parseGoInt(v, 64);
-      if (n === undefined || n < 0 || n > MAX_ID) ignored(warnings, A.proxyUid, v, `not a user ID (0-${MAX_ID})`);
-      else proxy.uid = n;
-    }
-  }
-  {
-    const v = get(A.proxyGid);
-    if (v !== undefined) {
-      const n = parseGoInt(v, 64);
-      if (n === undefined || n < -1 || n > MAX_ID) ignored(warnings, A.proxyGid, v, `not a group ID (-1 for none, or 0-${MAX_ID})`);
-      else proxy.gid = n;
-    }
-  }
-  const workers = proxy.runtime.workers;
-  /**
-   * A request larger than its limit makes the API server refuse the pod, so the annotations of such a pair are
-   * ignored (the configured pair stays) rather than failing pod creation.
-   */
-  const resourcePair = (requestKey: string, limitKey: string, target: ResourceValues, cpu: boolean): void => {
-    const before = { ...target };
-    const workersBefore = { ...workers };
-    quantity(requestKey, target, 'request', cpu ? (n) => (workers.minimum = n) : undefined);
-    quantity(limitKey, target, 'limit', cpu ? (n) => (workers.maximum = n) : undefined);
-    if (target.request === before.request && target.limit === before.limit) return;
-    const request = parseQuantity(target.request);
-    const limit = parseQuantity(target.limit);
-    if (request === undefined || limit === undefined || request.num * limit.den <= limit.num * request.den) return;
+    const pair = proxy.resources[field];
+    const configured = input.values.proxy.resources[field];
+    if (pair.request === configured.request && pair.limit === configured.limit) continue;
+    const request = parseQuantity(pair.request);
+    const limit = parseQuantity(pair.limit);
+    if (request === undefined || limit === undefined || request.num * limit.den <= limit.num * request.den) continue;
     const given = [requestKey, limitKey].filter((k) => k in ann).map((k) => `${k}=${JSON.stringify(ann[k] ?? '')}`);
     warnings.push(
-      `ignored annotation${given.length > 1 ? 's' : ''} ${given.join(' and ')}: the request ${JSON.stringify(target.request)} ` +
-        `is larger than the limit ${JSON.stringify(target.limit)}, which the API server refuses`,
+      `ignored annotation${given.length > 1 ? 's' : ''} ${given.join(' and ')}: the request ${JSON.stringify(pair.request)} ` +
+        `is larger than the limit ${JSON.stringify(pair.limit)}, which the API server refuses`,
     );
-    Object.assign(target, before);
-    if (cpu) Object.assign(workers, workersBefore);
-  };
-  resourcePair(A.proxyCpuRequest, A.proxyCpuLimit, proxy.resources.cpu, true);
-  resourcePair(A.proxyMemoryRequest, A.proxyMemoryLimit, proxy.resources.memory, false);
-  resourcePair(A.proxyEphemeralStorageRequest, A.proxyEphemeralStorageLimit, proxy.resources['ephemeral-storage'], false);
-  {
-    const v = get(A.proxyCpuRatioLimit);
-    if (v !== undefined) {
-      const r = /^[+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(v) ? Number(v) : NaN;
-      if (r > 0 && r < 1) workers.maximumCPURatio = r;
-      else ignored(warnings, A.proxyCpuRatioLimit, v, 'must be a number between 0 and 1');
+    proxy.resources[field] = { ...configured };
+    if (field === 'cpu') {
+      const workers = input.values.proxy.runtime.workers;
+      proxy.runtime.workers.minimum = workers.minimum;
+      proxy.runtime.workers.maximum = workers.maximum;
     }
-  }
-  enabledDisabled(A.proxyAwait, (v) => (proxy.await = v));
-  {
-    // The GA key wins over the beta key, which wins over the alpha key; the highest one present decides.
-    const key = [A.proxyEnableNativeSidecar, A.betaProxyEnableNativeSidecar, A.alphaProxyEnableNativeSidecar].find(
-      (k) => get(k) !== undefined,
-    );
-    if (key) bool(key, (v) => (proxy.nativeSidecar = v));
-  }
-  {
-    const v = get(A.alphaProxyWaitBeforeExitSeconds);
-    if (v !== undefined) {
-      const n = parseGoUint(v, Number.MAX_SAFE_INTEGER);
-      if (n === undefined) ignored(warnings, A.alphaProxyWaitBeforeExitSeconds, v, 'not a whole number of seconds');
-      else proxy.waitBeforeExitSeconds = n;
-    }
-  }
-  {
-    const layers: EnvVar[][] = [proxy.additionalEnv];
-    for (const [where, text] of [
-      ['namespace', input.namespaceAdditionalEnv],
-      ['workload', get(A.proxyAdditionalEnv)],
-    ] as const) {
-      if (text === undefined) continue;
-      const parsed = parseAdditionalEnv(text);
-      if (typeof parsed === 'string') ignored(warnings, A.proxyAdditionalEnv, text, `${parsed} (${where} layer skipped)`);
-      else layers.push(parsed);
-    }
-    proxy.additionalEnv = mergeAdditionalEnv(layers);
   }
 
-  let isGateway = false;
-  bool(A.enableGateway, (v) => (isGateway = v));
-  let debugSidecar = false;
-  {
-    const v = get(A.enableDebugSidecar);
-    if (v !== undefined) {
-      const b = parseGoBool(v);
-      if (b === undefined) ignored(warnings, A.enableDebugSidecar, v, 'not a boolean; the debug sidecar stays off');
-      debugSidecar = b === true;
-    }
+  // The GA key wins over the beta key, which wins over the alpha key; the highest one present decides.
+  const native = [ANNOTATIONS.proxyEnableNativeSidecar, ANNOTATIONS.betaProxyEnableNativeSidecar, ANNOTATIONS.alphaProxyEnableNativeSidecar].find((k) => k in ann);
+  if (native) {
+    const got = read(ruleFor<boolean>(native));
+    if (got) proxy.nativeSidecar = got.value;
   }
-  str(A.debugImage, (v) => (values.debugContainer.image.name = v));
-  str(A.debugImageVersion, (v) => (values.debugContainer.image.version = v));
-  pullPolicy(A.debugImagePullPolicy, (v) => (values.debugContainer.image.pullPolicy = v));
-  {
-    const v = get(A.closeWaitTimeout);
-    if (v !== undefined) {
-      const ns = parseGoDuration(v);
-      if (ns === undefined || ns < 0n) ignored(warnings, A.closeWaitTimeout, v, 'not a duration');
-      else if (!values.proxyInit.runAsRoot) {
-        ignored(warnings, A.closeWaitTimeout, v, 'needs proxyInit.runAsRoot in the Linkerd values');
-      } else values.proxyInit.closeWaitTimeoutSecs = Number(ns / 1_000_000_000n);
-    }
+
+  const envLayers: EnvVar[][] = [proxy.additionalEnv];
+  for (const [where, text] of [
+    ['namespace', input.namespaceAdditionalEnv],
+    ['workload', ANNOTATIONS.proxyAdditionalEnv in ann ? (ann[ANNOTATIONS.proxyAdditionalEnv] ?? '') : undefined],
+  ] as const) {
+    if (text === undefined) continue;
+    const parsed = parseAdditionalEnv(text);
+    if ('reason' in parsed) ignored(warnings, ANNOTATIONS.proxyAdditionalEnv, text, `${parsed.reason} (${where} layer skipped)`);
+    else envLayers.push(parsed.value);
   }
+  proxy.additionalEnv = mergeAdditionalEnv(envLayers);
+
+  const closeWait = read(ruleFor<number>(ANNOTATIONS.closeWaitTimeout));
+  if (closeWait && !values.proxyInit.runAsRoot) {
+    ignored(warnings, ANNOTATIONS.closeWaitTimeout, ann[ANNOTATIONS.closeWaitTimeout] ?? '', 'needs proxyInit.runAsRoot in the Linkerd values');
+  } else if (closeWait) values.proxyInit.closeWaitTimeoutSecs = closeWait.value;
+
   if (proxy.tracing?.enabled) applyTracing(proxy.tracing.labels, ann, input.labels);
 
-  return { values, isIngress, isGateway, debugSidecar, warnings };
+  const isIngress = ann[INJECT_ANNOTATION] === INJECT_INGRESS;
+  return { values, isIngress, isGateway: target.isGateway, debugSidecar: target.debugSidecar, warnings };
+}
+
+function ruleFor<T>(annotation: string): OverrideRule<T> {
+  const rule = overrideRule(annotation);
+  if (!rule) throw new Error(`no override rule for ${annotation}`);
+  return rule as OverrideRule<T>;
 }
 
 const OTEL_PREFIX = 'resource.opentelemetry.io/';

@@ -1,5 +1,5 @@
 /** RFC 6902 patch operations, JSON-pointer escaping, and the annotation-only opaque-ports patch. */
-import { A } from './names.js';
+import { ANNOTATIONS } from './names.js';
 import type { Json } from './k8s.js';
 
 export interface AddOperation {
@@ -16,9 +16,12 @@ export function escapePointer(token: string): string {
 
 export const add = (path: string, value: Json): AddOperation => ({ op: 'add', path, value });
 
-/** Keys sorted by UTF-16 code unit, which for the ASCII keys Kubernetes allows is Linkerd's byte order. */
+/** Orders strings by UTF-16 code unit, which for the ASCII keys Kubernetes allows is Go's byte order (not the locale's). */
+export const compareCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Keys in Linkerd's byte order. */
 export function sortedKeys(map: Record<string, string>): string[] {
-  return Object.keys(map).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return Object.keys(map).sort(compareCodeUnits);
 }
 
 /** One `add` per entry under `<base>/<key>`, in key order, preceded by `add <base> {}` when the map does not exist. */
@@ -36,6 +39,6 @@ export function addMapEntries(base: string, entries: Record<string, string>, map
  */
 export function opaquePortsAnnotationPatch(ports: string, has: { metadata: boolean; annotations: boolean }): AddOperation[] {
   const ops = has.metadata ? [] : [add('/metadata', {})];
-  ops.push(...addMapEntries('/metadata/annotations', { [A.opaquePorts]: ports }, has.annotations));
+  ops.push(...addMapEntries('/metadata/annotations', { [ANNOTATIONS.opaquePorts]: ports }, has.annotations));
   return ops;
 }

@@ -3,7 +3,7 @@
  * to start, never finish, or quietly bypass the proxy. Each comes with the change that avoids it. Pure: it reads the
  * pod as the user wrote it and the configuration in force for it (values after the pod's annotations).
  */
-import { A } from './names.js';
+import { ANNOTATIONS } from './names.js';
 import { isObject, objectsIn, type Container, type ContainerPort, type PodSpec } from './k8s.js';
 import { parsePortRange, type PortRange } from './parsers.js';
 import { namedPorts, parsePortList } from './ports.js';
@@ -108,7 +108,7 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
       text: `the pod runs to completion (${what}) but the proxy is a regular container that never exits: the pod never completes`,
       fix:
         `use a native sidecar proxy (config.linkerd.io/proxy-enable-native-sidecar: "true", Kubernetes 1.29+), which ` +
-        `Kubernetes stops when the app containers finish; or enable ${A.proxyAdminShutdown}: enabled and end the job's ` +
+        `Kubernetes stops when the app containers finish; or enable ${ANNOTATIONS.proxyAdminShutdown}: enabled and end the job's ` +
         `command with a POST to http://localhost:${proxy.ports.admin}/shutdown (linkerd-await --shutdown -- CMD does this)`,
     });
   }
@@ -118,9 +118,9 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
       code: 'proxy_await_disabled',
       container: 'linkerd-proxy',
       text:
-        `${A.proxyAwait} is disabled: the app containers start at the same time as the proxy, and connections they ` +
+        `${ANNOTATIONS.proxyAwait} is disabled: the app containers start at the same time as the proxy, and connections they ` +
         `open before it is ready fail`,
-      fix: `remove ${A.proxyAwait}: disabled (the default holds the app until the proxy is ready), or make the app retry its first connections`,
+      fix: `remove ${ANNOTATIONS.proxyAwait}: disabled (the default holds the app until the proxy is ready), or make the app retry its first connections`,
     });
   }
 
@@ -157,7 +157,7 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
         text:
           `port ${port} is in skip-inbound-ports and in require-identity-on-inbound-ports: its traffic bypasses the ` +
           `proxy, so the identity requirement is never enforced`,
-        fix: `take ${port} out of ${A.skipInboundPorts} if clients must be authenticated there`,
+        fix: `take ${port} out of ${ANNOTATIONS.skipInboundPorts} if clients must be authenticated there`,
       });
     }
     if (within(port, explicitOpaque)) {
@@ -165,7 +165,7 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
         code: 'skipped_port_is_opaque',
         container,
         text: `port ${port} is in skip-inbound-ports and in opaque-ports: its traffic bypasses the proxy, so it is neither meshed nor opaque`,
-        fix: `to mesh it without protocol detection, take ${port} out of ${A.skipInboundPorts} and keep it in ${A.opaquePorts}`,
+        fix: `to mesh it without protocol detection, take ${port} out of ${ANNOTATIONS.skipInboundPorts} and keep it in ${ANNOTATIONS.opaquePorts}`,
       });
     }
   }

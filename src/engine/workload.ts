@@ -39,6 +39,15 @@ export interface Located {
   prefix: string;
 }
 
+/** The object's name, or its generateName while it has none (a pod its ReplicaSet has just created); '' when neither is set. */
+export function objectName(object: unknown): string {
+  const metadata = isObject(object) ? object['metadata'] : undefined;
+  if (!isObject(metadata)) return '';
+  const { name, generateName } = metadata;
+  if (typeof name === 'string' && name !== '') return name;
+  return typeof generateName === 'string' ? generateName : '';
+}
+
 /**
  * Annotation and label maps as strings, the way the API server stores them (YAML `true` becomes "true"). A map whose
  * values are all strings already (every map from the API server) is returned as it is, not copied: copying a map of
@@ -82,7 +91,7 @@ export function locate(object: unknown, fallbackKind?: string): Located {
   const declared = typeof obj.kind === 'string' && obj.kind !== '' ? obj.kind : (fallbackKind ?? '');
   const kind = declared.toLowerCase();
   const meta: ObjectMeta = isObject(obj.metadata) ? obj.metadata : {};
-  const name = typeof meta.name === 'string' && meta.name !== '' ? meta.name : (meta.generateName ?? '');
+  const name = objectName(obj);
   const namespace = typeof meta.namespace === 'string' ? meta.namespace : '';
   if (!isWorkloadKind(kind)) return { kind, name: String(name), namespace, prefix: '' };
 

@@ -3,8 +3,7 @@
  * a pod chooses, and every distinct label set is a series the process keeps until it exits: unbounded values would
  * grow memory and /metrics without limit (one loop of pods with random `proxy-log-level` values is enough).
  */
-import { names } from '../engine/index.js';
-import { INBOUND_POLICIES } from '../engine/overrides.js';
+import { INBOUND_POLICIES, names } from '../engine/index.js';
 
 /** What a value outside the known set is reported as. */
 export const OTHER = 'other';
@@ -18,7 +17,7 @@ export const MAX_LABEL_SETS = 500;
 /** Longest value reported as itself: longer ones are never a setting worth a series. */
 const MAX_VALUE_LENGTH = 63;
 
-const A = names.A;
+const ANNOTATIONS = names.ANNOTATIONS;
 const GO_BOOLS = ['1', 't', 'T', 'TRUE', 'true', 'True', '0', 'f', 'F', 'FALSE', 'false', 'False'];
 const ENABLED_DISABLED = ['enabled', 'disabled'];
 /** The proxy's plain log levels; filter expressions ("warn,linkerd=debug") are free-form. */
@@ -31,28 +30,28 @@ const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'off'];
  */
 const ENUMERATIONS: ReadonlyMap<string, ReadonlySet<string>> = new Map(
   Object.entries({
-    [A.enableDebugSidecar]: GO_BOOLS,
-    [A.enableExternalProfiles]: GO_BOOLS,
-    [A.imagePullPolicy]: ['Always', 'IfNotPresent', 'Never'],
-    [A.proxyAdminShutdown]: ENABLED_DISABLED,
-    [A.proxyLogFormat]: ['plain', 'json'],
-    [A.proxyLogLevel]: LOG_LEVELS,
-    [A.proxyLogHttpHeaders]: ['off', 'insecure'],
-    [A.proxyMetricsHostnameLabels]: GO_BOOLS,
-    [A.proxyAwait]: ENABLED_DISABLED,
-    [A.defaultInboundPolicy]: [...INBOUND_POLICIES],
-    [A.accessLog]: ['apache', 'json'],
-    [A.proxyDisableOutboundProtocolDetectTimeout]: GO_BOOLS,
-    [A.proxyDisableInboundProtocolDetectTimeout]: GO_BOOLS,
-    [A.proxyEnableNativeSidecar]: GO_BOOLS,
+    [ANNOTATIONS.enableDebugSidecar]: GO_BOOLS,
+    [ANNOTATIONS.enableExternalProfiles]: GO_BOOLS,
+    [ANNOTATIONS.imagePullPolicy]: ['Always', 'IfNotPresent', 'Never'],
+    [ANNOTATIONS.proxyAdminShutdown]: ENABLED_DISABLED,
+    [ANNOTATIONS.proxyLogFormat]: ['plain', 'json'],
+    [ANNOTATIONS.proxyLogLevel]: LOG_LEVELS,
+    [ANNOTATIONS.proxyLogHttpHeaders]: ['off', 'insecure'],
+    [ANNOTATIONS.proxyMetricsHostnameLabels]: GO_BOOLS,
+    [ANNOTATIONS.proxyAwait]: ENABLED_DISABLED,
+    [ANNOTATIONS.defaultInboundPolicy]: [...INBOUND_POLICIES],
+    [ANNOTATIONS.accessLog]: ['apache', 'json'],
+    [ANNOTATIONS.proxyDisableOutboundProtocolDetectTimeout]: GO_BOOLS,
+    [ANNOTATIONS.proxyDisableInboundProtocolDetectTimeout]: GO_BOOLS,
+    [ANNOTATIONS.proxyEnableNativeSidecar]: GO_BOOLS,
   }).map(([key, values]) => [key, new Set(values)]),
 );
 
 /** Enumerations that also take free-form values: a log filter such as "warn,linkerd=debug" gets the budget. */
-const OPEN_ENUMERATIONS: ReadonlySet<string> = new Set([A.proxyLogLevel]);
+const OPEN_ENUMERATIONS: ReadonlySet<string> = new Set([ANNOTATIONS.proxyLogLevel]);
 
 /** Annotations whose free-form values are not worth a series at all: only whether they are set is reported. */
-const SET_OR_NOT: ReadonlySet<string> = new Set([A.proxyAdditionalEnv]);
+const SET_OR_NOT: ReadonlySet<string> = new Set([ANNOTATIONS.proxyAdditionalEnv]);
 
 /** Whether an annotation's label has a fixed set of values. */
 export function isEnumerated(annotation: string): boolean {

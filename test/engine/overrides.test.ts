@@ -9,10 +9,10 @@ import {
   applyOverrides,
   inheritedNamespaceAnnotations,
   mergeAdditionalEnv,
-  parseAdditionalEnv,
   type OverrideInput,
   type Overridden,
 } from '../../src/engine/overrides.js';
+import { parseAdditionalEnv } from '../../src/engine/override-rules.js';
 import { defaultValues, type LinkerdValues } from '../../src/engine/values.js';
 
 const C = 'config.linkerd.io/';
@@ -734,13 +734,13 @@ describe('additional env', () => {
   ];
 
   it.each(parseOk)('parseAdditionalEnv $text', ({ text, expected }) => {
-    expect(parseAdditionalEnv(text)).toEqual(expected);
+    expect(parseAdditionalEnv(text)).toEqual({ value: expected });
   });
 
   it.each(['not json', '[{"name":"A"', '{"name":"A","value":"1"}', '"A=1"', '42'])(
     'parseAdditionalEnv rejects %j with a message',
     (text) => {
-      expect(typeof parseAdditionalEnv(text)).toBe('string');
+      expect(parseAdditionalEnv(text)).toEqual({ reason: expect.any(String) });
     },
   );
 
@@ -771,7 +771,7 @@ describe('additional env', () => {
   ];
 
   it.each(undecodable)('parseAdditionalEnv refuses %s, saying which entry and why', (_what, text, reason) => {
-    expect(parseAdditionalEnv(text)).toMatch(reason);
+    expect(parseAdditionalEnv(text)).toEqual({ reason: expect.stringMatching(reason) });
   });
 
   it.each(undecodable)('applyOverrides ignores the whole annotation with %s and warns', (_what, text, reason) => {

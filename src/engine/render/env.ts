@@ -1,5 +1,6 @@
 /** The proxy container's environment, in the exact order Linkerd renders it. */
 import { copyPlain, type EnvVar } from '../k8s.js';
+import { compareCodeUnits } from '../patch.js';
 import type { LinkerdValues, ProxyParams } from '../values.js';
 
 export interface EnvInput {
@@ -41,7 +42,7 @@ function toSnakeUpper(name: string): string {
 }
 
 const sortedEntries = <T>(map: Record<string, T>): Array<[string, T]> =>
-  Object.entries(map).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  Object.entries(map).sort(([a], [b]) => compareCodeUnits(a, b));
 
 /** `LINKERD2_PROXY_<DIR>_<SCOPE>_<PROTO>_<PARAM>` for each nested parameter, every level in key order. */
 function paramsEnv(direction: 'INBOUND' | 'OUTBOUND', params: ProxyParams): EnvVar[] {
