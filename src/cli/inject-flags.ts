@@ -53,7 +53,7 @@ function toggle(name: string, annotation: string, help: string, extra: Extra): P
   return { name, type: 'boolean', annotation, help, value: bool, ...extra };
 }
 
-const quantityFlag = (name: string, annotation: string, help: string, installed: ProxyFlag['installed']): ProxyFlag =>
+const quantityFlag = (name: string, annotation: string, help: string, installed: NonNullable<ProxyFlag['installed']>): ProxyFlag =>
   valued(name, 'AMOUNT', annotation, help, { installed });
 
 /** Every proxy configuration flag, in the order `--help` lists them. */

@@ -5,7 +5,7 @@
 import { hostname } from 'node:os';
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type CoreV1Event, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { apiErrorMessage, apiStatus, withTimeout } from './kubeconfig.js';
+import { apiErrorMessage, apiStatus, withTimeout } from './api.js';
 import type { ResolvedOwner } from './owners.js';
 
 export const EVENT_COMPONENT = 'linkerd-proxy-injector';
@@ -25,7 +25,7 @@ export interface PendingEvent {
 
 interface Series {
   /** Name of the Event object once created. */
-  name?: string;
+  name: string | undefined;
   count: number;
   /** Occurrences not yet written. */
   unsent: number;
@@ -77,7 +77,7 @@ export class EventRecorder {
         this.options.onDropped?.();
         return;
       }
-      s = { count: 0, unsent: 0, first: now, last: now, event };
+      s = { name: undefined, count: 0, unsent: 0, first: now, last: now, event };
       this.series.set(key, s);
     }
     s.count++;
