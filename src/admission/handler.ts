@@ -2,17 +2,18 @@
 import {
   inject,
   injectAnnotationDecision,
-  isEngineError,
+  isObject,
   locate,
+  names,
+  riskWarning,
+  stringMap,
   type InjectionResult,
   type InjectorConfig,
-  riskWarning,
   type Owner,
 } from '../engine/index.js';
-import { INJECT_ANNOTATION } from '../engine/names.js';
-import { stringMap } from '../engine/workload.js';
 import { answerKey, type AnswerCache } from './answer-cache.js';
-import { boundedWarnings } from './review.js';
+import { failureOf, type AdmissionFailure } from './failures.js';
+import { allowed, boundedWarnings, denied, patched } from './review.js';
 import type { AdmissionRequest, AdmissionResponse } from './types.js';
 
 type MaybePromise<T> = T | Promise<T>;
@@ -29,23 +30,14 @@ export interface AdmissionSources {
   answers?: AnswerCache;
 }
 
-export interface HandledAdmission {
-  response: AdmissionResponse;
-  /** The engine's record; absent when the request was refused before or by a failure. */
-  result?: InjectionResult;
-  /** The owner resolved for a pod, for metrics and events. */
-  owner?: Owner;
-  /** Set when handling failed: a stable code and the reason given to the API server. */
-  failure?: { code: string; message: string };
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-function allow(uid: string, warnings?: string[]): AdmissionResponse {
-  const response: AdmissionResponse = { uid, allowed: true };
-  if (warnings && warnings.length > 0) response.warnings = warnings;
-  return response;
-}
+/** What became of one request: the response, and what metrics, logs and events need to know about it. */
+export type HandledAdmission =
+  /** Not a CREATE, or nothing to look at: admitted unchanged without asking the engine. */
+  | { kind: 'ignored'; response: AdmissionResponse }
+  /** The engine's record, and the owner resolved for a pod. */
+  | { kind: 'evaluated'; response: AdmissionResponse; result: InjectionResult; owner?: Owner }
+  /** The object could not be evaluated: admitted unchanged when that is safe, denied with the reason otherwise. */
+  | { kind: 'failed'; response: AdmissionResponse; failure: AdmissionFailure; owner?: Owner };
 
 const ownAnnotations = (object: Record<string, unknown>): Record<string, string> => {
   const metadata = object['metadata'];
@@ -58,10 +50,10 @@ const ownAnnotations = (object: Record<string, unknown>): Record<string, string>
  * configured) by them, so only a pod that opts out itself is safe to admit; a Service only loses its opaque-ports
  * annotation.
  */
-function safeToAdmitUnevaluated(kind: string, object: Record<string, unknown>, nsAnnotations: Record<string, string>, code: string): boolean {
+function safeToAdmitUnevaluated(kind: string, object: Record<string, unknown>, nsAnnotations: Record<string, string>, failure: AdmissionFailure): boolean {
   if (kind.toLowerCase() !== 'pod') return true;
   const own = ownAnnotations(object);
-  if (code === 'NAMESPACE_UNKNOWN') return own[INJECT_ANNOTATION] === 'disabled';
+  if (failure.code === 'NAMESPACE_UNKNOWN') return own[names.INJECT_ANNOTATION] === names.INJECT_DISABLED;
   return injectAnnotationDecision('webhook', own, nsAnnotations).disabled;
 }
 
@@ -73,7 +65,7 @@ function safeToAdmitUnevaluated(kind: string, object: Record<string, unknown>, n
 export async function handleAdmission(request: AdmissionRequest, sources: AdmissionSources): Promise<HandledAdmission> {
   const uid = request.uid;
   const object = request.object;
-  if (request.operation !== 'CREATE' || !isObject(object)) return { response: allow(uid) };
+  if (request.operation !== 'CREATE' || !isObject(object)) return { kind: 'ignored', response: allowed(uid) };
   const namespace = request.namespace ?? '';
   const kind = request.kind.kind;
   let nsAnnotations: Record<string, string> = {};
@@ -86,12 +78,8 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
     const cached = key !== undefined ? sources.answers?.get(config, key) : undefined;
     if (cached) {
       const result = { ...cached.result, name: locate(object, kind).name };
-      const response = allow(uid, cached.warnings);
-      if (cached.patch !== undefined) {
-        response.patchType = 'JSONPatch';
-        response.patch = cached.patch;
-      }
-      return { response, result, ...(owner && { owner }) };
+      const response = cached.patch !== undefined ? patched(uid, cached.patch, cached.warnings) : allowed(uid, cached.warnings);
+      return { kind: 'evaluated', response, result, ...(owner && { owner }) };
     }
     const result = inject({
       object,
@@ -104,27 +92,16 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
     });
     // kubectl prints warnings to whoever created the pod: the start-up risks belong there too.
     const warnings = boundedWarnings([...result.warnings, ...result.risks.map(riskWarning)]);
-    const response = allow(uid, warnings);
-    if (result.patch.length > 0) {
-      response.patchType = 'JSONPatch';
-      response.patch = Buffer.from(JSON.stringify(result.patch)).toString('base64');
-    }
-    if (key !== undefined) sources.answers?.set(config, key, { result, patch: response.patch, warnings });
-    return { response, result, ...(owner && { owner }) };
+    const patch = result.patch.length > 0 ? Buffer.from(JSON.stringify(result.patch)).toString('base64') : undefined;
+    const response = patch !== undefined ? patched(uid, patch, warnings) : allowed(uid, warnings);
+    if (key !== undefined) sources.answers?.set(config, key, { result, patch, warnings });
+    return { kind: 'evaluated', response, result, ...(owner && { owner }) };
   } catch (err) {
-    const own = (err as { code?: unknown })?.code;
-    const code = isEngineError(err) ? err.code : typeof own === 'string' ? own : 'HANDLER_ERROR';
-    const message = err instanceof Error ? err.message : String(err);
-    if (safeToAdmitUnevaluated(kind, object, nsAnnotations, code)) {
-      return {
-        response: allow(uid, [`proxy-injector could not evaluate this object (${message}); it does not ask for injection`]),
-        failure: { code, message },
-      };
+    const failure = failureOf(err);
+    if (safeToAdmitUnevaluated(kind, object, nsAnnotations, failure)) {
+      const warning = `proxy-injector could not evaluate this object (${failure.message}); it does not ask for injection`;
+      return { kind: 'failed', response: allowed(uid, [warning]), failure };
     }
-    return {
-      response: { uid, allowed: false, status: { code: 500, message: `proxy-injector: ${message}` } },
-      failure: { code, message },
-      ...(owner && { owner }),
-    };
+    return { kind: 'failed', response: denied(uid, `proxy-injector: ${failure.message}`), failure, ...(owner && { owner }) };
   }
 }

@@ -1,4 +1,5 @@
-/** Validating an incoming AdmissionReview and building the one that answers it. */
+/** Validating an incoming AdmissionReview, and building the response and the review that answer it. */
+import { isObject } from '../engine/index.js';
 import {
   SUPPORTED_API_VERSIONS,
   type AdmissionApiVersion,
@@ -18,7 +19,6 @@ export class ReviewError extends Error {
   }
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export interface ParsedReview {
   apiVersion: AdmissionApiVersion;
@@ -55,6 +55,26 @@ export function parseReview(body: unknown): ParsedReview {
     throw new ReviewError(400, 'the AdmissionReview request namespace is not a string');
   }
   return { apiVersion: apiVersion as AdmissionApiVersion, request: request as unknown as AdmissionRequest };
+}
+
+/** Admits the object unchanged; the warnings, if any, are shown to whoever created it. */
+export function allowed(uid: string, warnings?: string[]): AdmissionResponse {
+  const response: AdmissionResponse = { uid, allowed: true };
+  if (warnings && warnings.length > 0) response.warnings = warnings;
+  return response;
+}
+
+/** Admits the object with a JSON patch (base64 of its bytes). */
+export function patched(uid: string, patch: string, warnings?: string[]): AdmissionResponse {
+  return { ...allowed(uid, warnings), patchType: 'JSONPatch', patch };
+}
+
+/**
+ * Refuses the object. The API server turns the status into the error its client sees; 500 says that the object is not
+ * at fault but the injector could not answer for it.
+ */
+export function denied(uid: string, message: string, code = 500): AdmissionResponse {
+  return { uid, allowed: false, status: { code, message } };
 }
 
 /** The review that answers a request: the caller's apiVersion and kind, and the response. */

@@ -1,12 +1,8 @@
 /** `proxy-injector serve`: runs the admission webhook, configured by flags or PROXY_INJECTOR_* environment variables. */
 import type { LevelWithSilent } from 'pino';
-import { createContext, type EventPolicy } from '../cluster/context.js';
-import { connectToCluster } from '../cluster/kubeconfig.js';
-import { parseGoDuration } from '../engine/parsers.js';
-import { createLogger, LOG_LEVELS, type LogFormat } from '../server/logger.js';
-import { InjectorMetrics } from '../server/metrics.js';
-import { parseListenAddress, startServer } from '../server/start.js';
-import type { ServerLimits } from '../server/webhook.js';
+import { connectToCluster, createContext, type EventPolicy } from '../cluster/index.js';
+import { parseGoDuration } from '../engine/index.js';
+import { createLogger, InjectorMetrics, LOG_LEVELS, parseListenAddress, startServer, type LogFormat, type ServerLimits } from '../server/index.js';
 import { parseCommandArgs } from './command-io.js';
 import { UsageError } from './inject-flags.js';
 
@@ -200,11 +196,9 @@ export async function runServe(argv: string[]): Promise<number> {
     tlsDir: opts['tls-dir'],
     tlsSans: sans,
     tlsMinVersion: minVersion === '1.2' ? 'TLSv1.2' : 'TLSv1.3',
-    config: context.config,
-    namespaceAnnotations: context.namespaceAnnotations,
-    ...(context.owner && { owner: context.owner }),
+    sources: context.sources,
     onAdmitted: context.onAdmitted,
-    extraReadiness: context.notReadyBecause,
+    notReadyBecause: context.notReadyBecause,
     metrics,
     logger,
     shutdownDelayMs,

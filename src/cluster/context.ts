@@ -1,10 +1,9 @@
 /** Wires the cluster into the server: configuration, namespace annotations, owners, events and readiness. */
 import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { AdmissionSources, HandledAdmission } from '../admission/handler.js';
-import type { AdmissionRequest } from '../admission/types.js';
-import type { InjectorMetrics } from '../server/metrics.js';
-import { FileConfigSource, type ConfigSource } from './config-files.js';
+import type { AdmissionRequest, AdmissionSources, HandledAdmission } from '../admission/index.js';
+import { FileConfigSource } from './config-files.js';
+import type { ConfigSource } from './config-source.js';
 import { apiEventSink, EventRecorder, type PendingEvent } from './events.js';
 import type { ClusterConnection } from './kubeconfig.js';
 import { ApiConfigSource } from './linkerd-config.js';
@@ -15,6 +14,23 @@ import { apiOwnerLookup, OwnerResolver, type ResolvedOwner } from './owners.js';
 export const LINKERD_VALUES_PATH = '/var/run/linkerd/config/values';
 export const LINKERD_TRUST_ROOTS_PATH = '/var/run/linkerd/identity/trust-roots/ca-bundle.crt';
 
+/** A Prometheus counter as the cluster code uses it: incremented once per event, by label. */
+export interface LabelledCounter {
+  inc(labels: Record<string, string>): void;
+}
+
+/** The counters the cluster code keeps; the server's metrics registry provides them. */
+export interface ClusterMetrics {
+  /** Configuration reloads after the first load: `result` applied or refused. */
+  configReloads: LabelledCounter;
+  /** Watch restarts: `informer` and `reason`. */
+  watchRestarts: LabelledCounter;
+  /** Namespace lookups: `result` cache, read or failed. */
+  namespaceLookups: LabelledCounter;
+  /** Events: `result` written, failed or dropped. */
+  events: LabelledCounter;
+}
+
 /** Which skipped pods get an InjectionSkipped event. */
 export type EventPolicy = 'all' | 'relevant' | 'none';
 
@@ -24,19 +40,19 @@ export interface ContextOptions {
   valuesPath?: string;
   trustAnchorsPath?: string;
   logger: Logger;
-  metrics: InjectorMetrics;
+  metrics: ClusterMetrics;
   events: EventPolicy;
   /** Checked for Linkerd's mounted ConfigMaps; tests point it elsewhere. */
   linkerdPaths?: { values: string; trustRoots: string };
 }
 
 export interface InjectorContext {
-  config: ConfigSource;
-  namespaceAnnotations: AdmissionSources['namespaceAnnotations'];
-  owner?: AdmissionSources['owner'];
+  /** The configuration, namespace annotations and owners, for the admission handler. */
+  sources: Omit<AdmissionSources, 'answers'>;
   onAdmitted: (handled: HandledAdmission, request: AdmissionRequest) => void;
   /** What is still missing before the injector can answer correctly. */
   notReadyBecause(): string[];
+  /** Closes what the context opened: the configuration source, the watches, the event recorder. */
   stop(): Promise<void>;
 }
 
@@ -50,9 +66,10 @@ const SKIPPED_PREFIX = 'Linkerd sidecar proxy injection skipped: ';
  */
 export function eventFor(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): PendingEvent | undefined {
   if (request.dryRun || policy === 'none') return undefined;
+  if (handled.kind !== 'evaluated') return undefined;
   const result = handled.result;
   const owner = handled.owner as ResolvedOwner | undefined;
-  if (!result || !owner || result.kind !== 'pod') return undefined;
+  if (!owner || result.kind !== 'pod') return undefined;
   const podName = (request.object as { metadata?: { name?: string } } | undefined)?.metadata?.name;
   if (owner.kind === 'pod' && !podName) return undefined;
   if (result.outcome === 'injected') return { target: owner, type: 'Normal', reason: 'Injected', message: INJECTED_MESSAGE };
@@ -64,6 +81,8 @@ export function eventFor(handled: HandledAdmission, request: AdmissionRequest, p
     message: `${SKIPPED_PREFIX}${result.reasons.map((r) => r.text).join(', ')}`,
   };
 }
+
+const configNotLoaded = (config: ConfigSource): string[] => (config.loaded ? [] : ['the Linkerd configuration is not loaded']);
 
 /**
  * Chooses the configuration source: files given on the command line, else Linkerd's mounted ConfigMaps, else (with a
@@ -103,10 +122,9 @@ export function createContext(options: ContextOptions): InjectorContext {
   if (!cluster) {
     logger.info("no Kubernetes cluster configured: namespace annotations are unknown, so each pod's own linkerd.io/inject annotation decides");
     return {
-      config,
-      namespaceAnnotations: () => undefined,
+      sources: { config: () => config.current(), namespaceAnnotations: () => undefined },
       onAdmitted: () => {},
-      notReadyBecause: () => [],
+      notReadyBecause: () => configNotLoaded(config),
       stop: async () => config.close(),
     };
   }
@@ -133,11 +151,14 @@ export function createContext(options: ContextOptions): InjectorContext {
   };
 
   return {
-    config,
-    namespaceAnnotations: (namespace) => namespaces.annotations(namespace),
-    owner: (request, pod) => owners.resolve(pod, request.namespace ?? ''),
+    sources: {
+      config: () => config.current(),
+      namespaceAnnotations: (namespace) => namespaces.annotations(namespace),
+      owner: (request, pod) => owners.resolve(pod, request.namespace ?? ''),
+    },
     onAdmitted,
     notReadyBecause: () => [
+      ...configNotLoaded(config),
       ...(namespaces.hasSynced ? [] : ['the namespace cache has not synced']),
       ...(apiConfig && !apiConfig.hasSynced ? ['the Linkerd ConfigMaps have not been listed'] : []),
     ],

@@ -6,7 +6,7 @@
  */
 import { ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { apiErrorMessage } from './kubeconfig.js';
+import { apiErrorMessage } from './api.js';
 
 export interface InformerOptions<T extends KubernetesObject> {
   /** For logs and metrics, e.g. "namespaces". */

@@ -6,7 +6,7 @@
 import { CoreV1Api, type KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { loadValues, withTrustAnchors, type InjectorConfig } from '../engine/index.js';
-import { ConfigHolder, type ConfigSource } from './config-files.js';
+import { ConfigHolder, type ConfigSource } from './config-source.js';
 import { ResilientInformer } from './informer.js';
 
 export const LINKERD_CONFIG = 'linkerd-config';

@@ -1,14 +1,9 @@
 /** Namespace annotations from a watch-fed cache, with a bounded direct read for a namespace the cache has not seen. */
 import { CoreV1Api, type KubeConfig, type V1Namespace } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { SourceUnavailableError } from '../admission/index.js';
 import { ResilientInformer } from './informer.js';
-import { apiErrorMessage, withTimeout } from './kubeconfig.js';
-
-/** The namespace's annotations could not be had: the admission handler treats this as undecidable. */
-export class NamespaceUnknownError extends Error {
-  override readonly name = 'NamespaceUnknownError';
-  readonly code = 'NAMESPACE_UNKNOWN';
-}
+import { apiErrorMessage, withTimeout } from './api.js';
 
 export interface NamespaceCacheOptions {
   kubeConfig: KubeConfig;
@@ -91,7 +86,10 @@ export class NamespaceCache {
     this.readThrough.set(name, { annotations, at: now });
   }
 
-  /** The namespace's annotations; throws NamespaceUnknownError when neither the cache nor a direct read has them. */
+  /**
+   * The namespace's annotations; throws a SourceUnavailableError (NAMESPACE_UNKNOWN) when neither the cache nor a direct
+   * read has them, which the admission handler treats as undecidable.
+   */
   async annotations(name: string): Promise<Record<string, string>> {
     const cached = this.informer.get(name);
     if (cached) {
@@ -123,7 +121,7 @@ export class NamespaceCache {
       this.options.onLookup?.('failed');
       const why = apiErrorMessage(err);
       this.options.logger.warn({ namespace: name, err: why }, 'namespace not in the cache and could not be read');
-      throw new NamespaceUnknownError(`the annotations of namespace ${name} are not known yet (${why})`);
+      throw new SourceUnavailableError('NAMESPACE_UNKNOWN', `the annotations of namespace ${name} are not known yet (${why})`);
     }
   }
 }

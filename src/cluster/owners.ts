@@ -4,8 +4,8 @@
  */
 import { AppsV1Api, BatchV1Api, type KubeConfig, type V1OwnerReference } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { Owner } from '../engine/index.js';
-import { apiErrorMessage, withTimeout } from './kubeconfig.js';
+import { objectName, type Owner } from '../engine/index.js';
+import { apiErrorMessage, withTimeout } from './api.js';
 
 /** An owner with what an Event needs to point at it. */
 export interface ResolvedOwner extends Owner {
@@ -42,7 +42,7 @@ export class OwnerResolver {
     const refs = meta.ownerReferences ?? [];
     const self: ResolvedOwner = {
       kind: 'pod',
-      name: meta.name || meta.generateName || '',
+      name: objectName(pod),
       apiKind: 'Pod',
       apiVersion: 'v1',
       namespace,

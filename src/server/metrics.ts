@@ -1,6 +1,6 @@
 /** Prometheus metrics: Linkerd's admission counters with their labels, latency, failures, and process metrics. */
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { HandledAdmission } from '../admission/handler.js';
+import type { HandledAdmission } from '../admission/index.js';
 import { names } from '../engine/index.js';
 import { ConfigLabelValues, LabelSetCap, OTHER } from './metric-labels.js';
 
@@ -148,13 +148,22 @@ export class InjectorMetrics {
    * and no response for a Service left unchanged.
    */
   record(handled: HandledAdmission, namespace: string, seconds: number): void {
-    const result = handled.result;
-    const outcome = handled.failure ? (handled.response.allowed ? 'failed-allowed' : 'failed-denied') : (result?.outcome ?? 'ignored');
-    this.duration.observe({ outcome }, seconds);
-    if (handled.failure) {
-      this.failures.inc({ code: handled.failure.code, denied: String(!handled.response.allowed) });
+    switch (handled.kind) {
+      case 'ignored':
+        this.duration.observe({ outcome: 'ignored' }, seconds);
+        return;
+      case 'failed':
+        this.duration.observe({ outcome: handled.response.allowed ? 'failed-allowed' : 'failed-denied' }, seconds);
+        this.failures.inc({ code: handled.failure.code, denied: String(!handled.response.allowed) });
+        return;
+      case 'evaluated':
+        this.duration.observe({ outcome: handled.result.outcome }, seconds);
+        this.countEvaluated(handled, namespace);
     }
-    if (!result) return;
+  }
+
+  private countEvaluated(handled: Extract<HandledAdmission, { kind: 'evaluated' }>, namespace: string): void {
+    const result = handled.result;
     const config = result.workloadConfiguration;
     const values = names.PROXY_ANNOTATIONS.map((key) => this.configValues.value(key, config[key]));
     const open: OpenLabels = { owner: handled.owner?.kind ?? '', namespace, values };

@@ -2,13 +2,11 @@
 import { existsSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { AnswerCache } from '../admission/answer-cache.js';
-import type { AdmissionSources } from '../admission/handler.js';
-import type { ConfigSource } from '../cluster/config-files.js';
+import { AnswerCache, type AdmissionSources } from '../admission/index.js';
+import { CertificateReloader, ensureCertificates, loadKeyPair } from '../tls/index.js';
 import { buildAdminApp } from './admin.js';
 import { ConnectionTracker } from './connections.js';
 import { InjectorMetrics } from './metrics.js';
-import { CertificateReloader, ensureCertificates, loadKeyPair } from '../tls/index.js';
 import { buildWebhookApp, type ServerLimits } from './webhook.js';
 
 export interface ListenAddress {
@@ -31,9 +29,8 @@ export interface ServerOptions {
   /** DNS names (or IPs) for a generated serving certificate, besides localhost and 127.0.0.1. */
   tlsSans: string[];
   tlsMinVersion: 'TLSv1.2' | 'TLSv1.3';
-  config: ConfigSource;
-  namespaceAnnotations: AdmissionSources['namespaceAnnotations'];
-  owner?: AdmissionSources['owner'];
+  /** Where admissions get the configuration, namespace annotations and owners; whoever opened them closes them. */
+  sources: Omit<AdmissionSources, 'answers'>;
   logger: Logger;
   /** Keep serving this long after a shutdown starts, so endpoints can drop the pod first (ms). */
   shutdownDelayMs: number;
@@ -42,8 +39,8 @@ export interface ServerOptions {
   /** How often to re-read the certificate files as a safety net (ms). */
   tlsPollMs?: number;
   metrics?: InjectorMetrics;
-  /** More reasons not to be ready (e.g. caches not synced). */
-  extraReadiness?: () => string[];
+  /** Why the sources cannot answer correctly yet (configuration not loaded, caches not synced); empty when they can. */
+  notReadyBecause?: () => string[];
   onAdmitted?: Parameters<typeof buildWebhookApp>[0]['onAdmitted'];
   /** The webhook listener's timeouts and sizes; the defaults where not given. */
   limits?: Partial<ServerLimits>;
@@ -77,17 +74,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const readiness = {
     notReadyBecause: (): string[] => [
       ...(closing ? ['shutting down'] : []),
-      ...(options.config.loaded ? [] : ['the Linkerd configuration is not loaded']),
-      ...(options.extraReadiness?.() ?? []),
+      ...(options.notReadyBecause?.() ?? []),
     ],
   };
   const webhook = buildWebhookApp({
-    sources: {
-      config: () => options.config.current(),
-      namespaceAnnotations: options.namespaceAnnotations,
-      ...(options.owner && { owner: options.owner }),
-      answers: new AnswerCache(),
-    },
+    sources: { ...options.sources, answers: new AnswerCache() },
     metrics,
     logger,
     tls: { key: pair.key, cert: pair.cert, minVersion: options.tlsMinVersion },
@@ -136,7 +127,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         webhook.server.closeAllConnections();
       }
       reloader.stop();
-      options.config.close();
       await admin.close();
       logger.info({ clean }, 'proxy-injector stopped');
       return clean;

@@ -1,9 +1,16 @@
 /** The admission webhook application: POST / takes an AdmissionReview and answers with the engine's decision. */
 import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { handleAdmission, type AdmissionSources, type HandledAdmission } from '../admission/handler.js';
-import { parseReview, ReviewError, serializeReview } from '../admission/review.js';
-import type { AdmissionRequest } from '../admission/types.js';
+import {
+  handleAdmission,
+  parseReview,
+  ReviewError,
+  serializeReview,
+  type AdmissionRequest,
+  type AdmissionSources,
+  type HandledAdmission,
+} from '../admission/index.js';
+import { objectName } from '../engine/index.js';
 import type { InjectorMetrics, RefusalReason } from './metrics.js';
 
 export const MAX_BODY_BYTES = 10 * 1024 * 1024;
@@ -79,18 +86,12 @@ function bodyError(error: FastifyError): { status: number; message: string; reas
   }
 }
 
-/** The name (or generateName) inside an admitted object, for logs before the engine has looked at it. */
-function objectName(object: unknown): string {
-  const metadata = (object as { metadata?: { name?: unknown; generateName?: unknown } } | undefined)?.metadata;
-  const name = metadata?.name ?? metadata?.generateName;
-  return typeof name === 'string' ? name : '';
-}
-
 const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ').trim();
 
 export function resourceName(request: AdmissionRequest, handled: HandledAdmission): string {
-  const kind = handled.result?.kind ?? request.kind.kind.toLowerCase();
-  const name = handled.result?.name || request.name || '(generated name)';
+  const result = handled.kind === 'evaluated' ? handled.result : undefined;
+  const kind = result?.kind ?? request.kind.kind.toLowerCase();
+  const name = result?.name || request.name || '(generated name)';
   return `${kind}/${request.namespace ?? ''}/${name}`;
 }
 
@@ -165,18 +166,18 @@ export function buildWebhookApp(options: WebhookOptions): FastifyInstance {
 function logAdmission(log: Logger | FastifyInstance['log'], request: AdmissionRequest, handled: HandledAdmission): void {
   const resource = resourceName(request, handled);
   const base = { uid: request.uid, dryRun: request.dryRun === true };
-  if (handled.failure) {
+  if (handled.kind === 'failed') {
     log.error(
       { ...base, code: handled.failure.code, allowed: handled.response.allowed },
       `failed to run webhook handler for ${resource}. Reason: ${handled.failure.message}`,
     );
     return;
   }
-  const result = handled.result;
-  if (!result) {
+  if (handled.kind === 'ignored') {
     log.debug({ ...base, operation: request.operation }, `ignored ${request.operation} of ${resource}`);
     return;
   }
+  const result = handled.result;
   const reasons = result.reasons.map((r) => r.text).join(', ');
   const details = {
     ...base,

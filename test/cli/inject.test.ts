@@ -57,6 +57,20 @@ describe('flags become annotations, and take effect', () => {
     expect(envOf(proxyOf(t))['LINKERD2_PROXY_CORES_MIN']).toBe('2');
   });
 
+  it('follows the webhook where Linkerd\'s two paths differ: a CPU limit of 160m is one whole core', async () => {
+    const t = await manualTemplate('--proxy-cpu-limit', '160m');
+    expect(envOf(proxyOf(t))['LINKERD2_PROXY_CORES_MAX']).toBe('1');
+  });
+
+  it('an --opaque-ports name no container declares is dropped with a warning, as the webhook drops it', async () => {
+    const result = await injectText(DEPLOYMENT, '--manual', ...ANCHORS, '--opaque-ports', '3306,mysql');
+    expect(result.code, result.stderr).toBe(0);
+    const t = objects(result.stdout)[0]?.spec.template;
+    expect(t.metadata.annotations['config.linkerd.io/opaque-ports']).toBe('3306,mysql');
+    expect(envOf(proxyOf(t))['LINKERD2_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION']).toBe('3306');
+    expect(result.stderr).toContain('ignored annotation config.linkerd.io/opaque-ports="mysql": not a port, a range or a container port name');
+  });
+
   it('--native-sidecar moves the proxy into the init containers', async () => {
     const t = await manualTemplate('--native-sidecar');
     expect(names(t.spec.initContainers)).toEqual(['linkerd-init', 'linkerd-proxy']);

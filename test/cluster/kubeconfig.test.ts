@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { apiErrorMessage, connectToCluster, withTimeout } from '../../src/cluster/kubeconfig.js';
+import { apiErrorMessage, withTimeout } from '../../src/cluster/api.js';
+import { connectToCluster } from '../../src/cluster/kubeconfig.js';
 
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));

@@ -1,67 +1,83 @@
-/** NamespaceCache's direct reads for namespaces its watch has not delivered, against a fake API server. */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
+/** NamespaceCache: the watch-fed cache, and its bounded direct reads for namespaces the watch has not delivered. */
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { NamespaceCache } from '../../src/cluster/namespaces.js';
+import { SourceUnavailableError } from '../../src/admission/index.js';
+import { NamespaceCache, type NamespaceCacheOptions } from '../../src/cluster/namespaces.js';
+import { fakeApi, namespaceFrom, type FakeApi, type FakeApiOptions } from './fake-api.js';
 
 const silent = pino({ level: 'silent' });
 const BOUND = 40;
-let server: Server | undefined;
+let api: FakeApi | undefined;
 let cache: NamespaceCache | undefined;
 
 afterEach(async () => {
   await cache?.stop();
-  server?.closeAllConnections();
-  await new Promise((r) => server?.close(r));
+  await api?.close();
+  cache = undefined;
+  api = undefined;
 });
 
-/** An API server whose list is empty and whose watch never delivers: every namespace must be read directly. */
-async function silentWatchServer(reads: string[]): Promise<string> {
-  server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x');
-    res.setHeader('content-type', 'application/json');
-    if (url.pathname === '/api/v1/namespaces') {
-      if (url.searchParams.get('watch') === 'true') {
-        res.writeHead(200);
-        res.flushHeaders();
-        return;
-      }
-      res.end(JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items: [] }));
-      return;
-    }
-    const name = url.pathname.slice('/api/v1/namespaces/'.length);
-    reads.push(name);
-    res.end(JSON.stringify({ kind: 'Namespace', apiVersion: 'v1', metadata: { name, annotations: { 'linkerd.io/inject': `enabled-${name}` } } }));
-  });
-  await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
-  return `http://127.0.0.1:${(server?.address() as AddressInfo).port}`;
+async function syncedCache(apiOptions: FakeApiOptions = {}, options: Partial<NamespaceCacheOptions> = {}): Promise<NamespaceCache> {
+  api = await fakeApi(apiOptions);
+  cache = new NamespaceCache({ kubeConfig: api.kubeConfig, logger: silent, ...options });
+  cache.start();
+  expect(await cache.waitForSync(5000)).toBe(true);
+  return cache;
 }
 
 describe('NamespaceCache', () => {
+  it('answers a namespace the list delivered from the cache, without a read', async () => {
+    const lookups: string[] = [];
+    const listed = { metadata: { name: 'shop', annotations: { 'linkerd.io/inject': 'enabled' } } };
+    const c = await syncedCache({ lists: { '/api/v1/namespaces': [listed] } }, { onLookup: (r) => lookups.push(r) });
+    expect(await c.annotations('shop')).toEqual({ 'linkerd.io/inject': 'enabled' });
+    expect(api?.reads).toEqual([]);
+    expect(lookups).toEqual(['cache']);
+  });
+
+  it('reads a namespace the watch has not delivered once for a burst of pods, then remembers it', async () => {
+    const lookups: string[] = [];
+    const c = await syncedCache({}, { onLookup: (r) => lookups.push(r) });
+    const burst = await Promise.all(Array.from({ length: 10 }, () => c.annotations('new')));
+    expect(burst.every((a) => a['linkerd.io/inject'] === 'enabled-new')).toBe(true);
+    expect(api?.reads).toEqual(['/api/v1/namespaces/new']);
+    await c.annotations('new');
+    expect(api?.reads).toHaveLength(1);
+    expect(lookups.filter((r) => r === 'read')).toHaveLength(10);
+    expect(lookups.at(-1)).toBe('cache');
+  });
+
+  it('a namespace that cannot be read is NAMESPACE_UNKNOWN, saying why, and counted as failed', async () => {
+    const lookups: string[] = [];
+    const c = await syncedCache(
+      { read: (_path, res) => res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'Status', message: 'namespaces "x" is forbidden' })) },
+      { onLookup: (r) => lookups.push(r) },
+    );
+    const error = await c.annotations('x').catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(SourceUnavailableError);
+    expect(error).toMatchObject({ code: 'NAMESPACE_UNKNOWN', message: expect.stringMatching(/namespace x .*HTTP 403: namespaces "x" is forbidden/) });
+    expect(lookups).toEqual(['failed']);
+  });
+
+  it('a read that does not answer in time fails within the read timeout', async () => {
+    const c = await syncedCache({ read: () => {} }, { readTimeoutMs: 200 });
+    const error = await c.annotations('slow').catch((err: unknown) => err);
+    expect(error).toMatchObject({ code: 'NAMESPACE_UNKNOWN', message: expect.stringContaining('did not answer within 200 ms') });
+  });
+
   it('remembers directly read namespaces only up to its bound under a churn of namespaces the watch never delivers', async () => {
-    const reads: string[] = [];
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'fake', server: await silentWatchServer(reads), skipTLSVerify: true }],
-      users: [{ name: 'u' }],
-      contexts: [{ name: 'c', cluster: 'fake', user: 'u' }],
-      currentContext: 'c',
-    });
-    cache = new NamespaceCache({ kubeConfig: kc, logger: silent, readThroughMax: BOUND });
-    cache.start();
-    expect(await cache.waitForSync(5000)).toBe(true);
+    const c = await syncedCache({ read: namespaceFrom }, { readThroughMax: BOUND });
     let largest = 0;
     for (let i = 0; i < 3 * BOUND; i++) {
-      expect(await cache.annotations(`ns-${i}`)).toEqual({ 'linkerd.io/inject': `enabled-ns-${i}` });
-      largest = Math.max(largest, cache.readThroughSize);
+      expect(await c.annotations(`ns-${i}`)).toEqual({ 'linkerd.io/inject': `enabled-ns-${i}` });
+      largest = Math.max(largest, c.readThroughSize);
     }
     expect(largest).toBe(BOUND);
     // The most recent are still remembered; the oldest were forgotten and are read again.
+    const reads = api?.reads ?? [];
     reads.length = 0;
-    await cache.annotations(`ns-${3 * BOUND - 1}`);
-    await cache.annotations('ns-0');
-    expect(reads).toEqual(['ns-0']);
+    await c.annotations(`ns-${3 * BOUND - 1}`);
+    await c.annotations('ns-0');
+    expect(reads).toEqual(['/api/v1/namespaces/ns-0']);
   });
 });

@@ -39,19 +39,15 @@ async function until(condition: () => boolean | Promise<boolean>, timeoutMs: num
 
 async function start(dir: string, tlsMinVersion: 'TLSv1.2' | 'TLSv1.3' = 'TLSv1.3'): Promise<RunningServer> {
   writeFileSync(join(dir, 'trust-anchors.pem'), TRUST_ANCHORS);
+  // Polling is off, so the source holds no timer and needs no closing.
+  const config = new FileConfigSource({ trustAnchorsPath: join(dir, 'trust-anchors.pem'), controlPlaneNamespace: 'linkerd', logger: silent, pollMs: 0 });
   return startServer({
     addr: '127.0.0.1:0',
     adminAddr: '127.0.0.1:0',
     tlsDir: join(dir, 'tls'),
     tlsSans: ['proxy-injector.linkerd.svc'],
     tlsMinVersion,
-    config: new FileConfigSource({
-      trustAnchorsPath: join(dir, 'trust-anchors.pem'),
-      controlPlaneNamespace: 'linkerd',
-      logger: silent,
-      pollMs: 0,
-    }),
-    namespaceAnnotations: () => undefined,
+    sources: { config: () => config.current(), namespaceAnnotations: () => undefined },
     logger: silent,
     shutdownDelayMs: 0,
     shutdownTimeoutMs: 5000,

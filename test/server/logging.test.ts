@@ -50,14 +50,14 @@ async function admitAt(level: LevelWithSilent): Promise<{ log: string; patch: st
       },
     }),
   );
+  const config = new FileConfigSource({ trustAnchorsPath: join(dir, 'trust-anchors.pem'), controlPlaneNamespace: 'linkerd', logger, pollMs: 0 });
   const server = await startServer({
     addr: '127.0.0.1:0',
     adminAddr: '127.0.0.1:0',
     tlsDir: join(dir, 'tls'),
     tlsSans: [],
     tlsMinVersion: 'TLSv1.3',
-    config: new FileConfigSource({ trustAnchorsPath: join(dir, 'trust-anchors.pem'), controlPlaneNamespace: 'linkerd', logger, pollMs: 0 }),
-    namespaceAnnotations: () => undefined,
+    sources: { config: () => config.current(), namespaceAnnotations: () => undefined },
     logger,
     shutdownDelayMs: 0,
     shutdownTimeoutMs: 5000,

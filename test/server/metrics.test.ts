@@ -24,7 +24,7 @@ async function handledPod(annotations: Record<string, string> = {}): Promise<Han
 }
 
 function withConfiguration(handled: HandledAdmission, configuration: Record<string, string>, owner = 'deployment'): HandledAdmission {
-  if (!handled.result) throw new Error('the sample admission was not evaluated');
+  if (handled.kind !== 'evaluated') throw new Error('the sample admission was not evaluated');
   return { ...handled, owner: { kind: owner, name: 'web' }, result: { ...handled.result, workloadConfiguration: configuration } };
 }
 

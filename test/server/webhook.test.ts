@@ -1,7 +1,7 @@
 /** The webhook application in-process (no sockets): envelopes, round trips, bad input, failures, metrics. */
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AdmissionSources } from '../../src/admission/handler.js';
+import { SourceUnavailableError, type AdmissionSources } from '../../src/admission/index.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
 import { buildWebhookApp, MAX_BODY_BYTES } from '../../src/server/webhook.js';
 import { admissionReview, decodedPatch } from '../support/admission.js';
@@ -18,7 +18,7 @@ function setup(overrides: Partial<AdmissionSources> = {}) {
     sources: { config: () => config, namespaceAnnotations: () => undefined, ...overrides },
     metrics,
     logger: silent,
-    onAdmitted: (handled, request) => admitted.push({ dryRun: request.dryRun, outcome: handled.result?.outcome }),
+    onAdmitted: (handled, request) => admitted.push({ dryRun: request.dryRun, outcome: handled.kind === 'evaluated' ? handled.result.outcome : undefined }),
   });
   apps.push(app);
   return { app, metrics, admitted };
@@ -236,7 +236,7 @@ describe('failures while handling a valid request', () => {
 });
 
 describe('a namespace whose annotations cannot be read', () => {
-  const unknown = () => Promise.reject(Object.assign(new Error('the annotations of namespace shop are not known yet (timeout)'), { code: 'NAMESPACE_UNKNOWN' }));
+  const unknown = () => Promise.reject(new SourceUnavailableError('NAMESPACE_UNKNOWN', 'the annotations of namespace shop are not known yet (timeout)'));
 
   it.each([
     ['a pod without its own annotation (the namespace might enable it)', pod(), false],

@@ -1,0 +1,23 @@
+/** Admission: an AdmissionReview in, the engine's answer out, with what metrics, logs and events need to know. */
+export { handleAdmission, type AdmissionSources, type HandledAdmission } from './handler.js';
+export { AnswerCache, answerKey, type CachedAnswer } from './answer-cache.js';
+export {
+  ADMISSION_FAILURE_CODES,
+  SourceUnavailableError,
+  failureOf,
+  isSourceUnavailable,
+  type AdmissionFailure,
+  type AdmissionFailureCode,
+  type SourceFailureCode,
+} from './failures.js';
+export { ReviewError, allowed, boundedWarnings, denied, parseReview, patched, reviewResponse, serializeReview, type ParsedReview } from './review.js';
+export type {
+  AdmissionApiVersion,
+  AdmissionRequest,
+  AdmissionResponse,
+  AdmissionReview,
+  GroupVersionKind,
+  GroupVersionResource,
+  UserInfo,
+} from './types.js';
+export { SUPPORTED_API_VERSIONS } from './types.js';

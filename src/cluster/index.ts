@@ -1,0 +1,15 @@
+/** The cluster behind the admission sources: the Linkerd configuration, namespace annotations, owners and events. */
+export {
+  createContext,
+  eventFor,
+  LINKERD_TRUST_ROOTS_PATH,
+  LINKERD_VALUES_PATH,
+  type ClusterMetrics,
+  type ContextOptions,
+  type EventPolicy,
+  type InjectorContext,
+} from './context.js';
+export { connectToCluster, type ClusterConnection } from './kubeconfig.js';
+export { FileConfigSource, type FileConfigOptions } from './config-files.js';
+export { ApiConfigSource } from './linkerd-config.js';
+export type { ConfigSource } from './config-source.js';

@@ -1,0 +1,168 @@
+/** The admission handler on its own, without fastify: what each kind of request becomes, and how failures are decided. */
+import { describe, expect, it } from 'vitest';
+import {
+  AnswerCache,
+  SourceUnavailableError,
+  boundedWarnings,
+  handleAdmission,
+  parseReview,
+  ReviewError,
+  type AdmissionRequest,
+  type AdmissionSources,
+  type HandledAdmission,
+} from '../../src/admission/index.js';
+import { admissionReview, decodedPatch } from '../support/admission.js';
+import { applied, names, pod, testConfig } from '../support/engine.js';
+
+const config = testConfig();
+const sources = (more: Partial<AdmissionSources> = {}): AdmissionSources => ({
+  config: () => config,
+  namespaceAnnotations: () => ({}),
+  ...more,
+});
+
+const request = (object: unknown, opts: Parameters<typeof admissionReview>[1] = {}): AdmissionRequest =>
+  parseReview(admissionReview(object, opts)).request;
+
+const enabled = (): Record<string, unknown> => pod({ annotations: { 'linkerd.io/inject': 'enabled' } });
+const plain = (): Record<string, unknown> => pod();
+const optedOut = (): Record<string, unknown> => pod({ annotations: { 'linkerd.io/inject': 'disabled' } });
+
+function failed(handled: HandledAdmission): Extract<HandledAdmission, { kind: 'failed' }> {
+  if (handled.kind !== 'failed') throw new Error(`expected a failure, got ${handled.kind}`);
+  return handled;
+}
+
+describe('handleAdmission', () => {
+  it.each(['UPDATE', 'DELETE', 'CONNECT'])('a %s is admitted unchanged without asking the engine', async (operation) => {
+    const handled = await handleAdmission(request(enabled(), { operation }), sources({ config: () => { throw new Error('not asked'); } }));
+    expect(handled.kind).toBe('ignored');
+    expect(handled.response).toEqual({ uid: expect.any(String), allowed: true });
+  });
+
+  it('a pod that asks for injection is patched, and the patch adds the proxy first', async () => {
+    const handled = await handleAdmission(request(enabled()), sources());
+    expect(handled.kind).toBe('evaluated');
+    expect(handled.kind === 'evaluated' && handled.result.outcome).toBe('injected');
+    expect(handled.response.patchType).toBe('JSONPatch');
+    const after = applied(enabled(), decodedPatch({ response: handled.response }));
+    expect(names((after as { spec: { containers: unknown } }).spec.containers)[0]).toBe('linkerd-proxy');
+  });
+
+  it('a pod nobody asked to mesh is evaluated and admitted without a patch', async () => {
+    const handled = await handleAdmission(request(plain()), sources());
+    expect(handled.kind === 'evaluated' && handled.result.outcome).toBe('skipped');
+    expect(handled.response.patch).toBeUndefined();
+    expect(handled.response.allowed).toBe(true);
+  });
+
+  it('the namespace annotation enables a pod that says nothing itself', async () => {
+    const handled = await handleAdmission(request(plain()), sources({ namespaceAnnotations: () => ({ 'linkerd.io/inject': 'enabled' }) }));
+    expect(handled.kind === 'evaluated' && handled.result.outcome).toBe('injected');
+  });
+
+  describe('without a configuration (CONFIG_NOT_LOADED)', () => {
+    const notLoaded = sources({
+      config: () => {
+        throw new SourceUnavailableError('CONFIG_NOT_LOADED', 'the Linkerd configuration is not loaded: values.yaml: not YAML');
+      },
+    });
+
+    it('a pod that asks for injection is denied with the reason', async () => {
+      const handled = failed(await handleAdmission(request(enabled()), notLoaded));
+      expect(handled.failure.code).toBe('CONFIG_NOT_LOADED');
+      expect(handled.response).toMatchObject({ allowed: false, status: { code: 500, message: expect.stringContaining('values.yaml: not YAML') } });
+    });
+
+    it('a pod that does not ask is admitted unchanged, with a warning saying why it was not evaluated', async () => {
+      const handled = failed(await handleAdmission(request(plain()), notLoaded));
+      expect(handled.failure.code).toBe('CONFIG_NOT_LOADED');
+      expect(handled.response.allowed).toBe(true);
+      expect(handled.response.patch).toBeUndefined();
+      expect(handled.response.warnings?.[0]).toMatch(/could not evaluate this object \(the Linkerd configuration is not loaded/);
+    });
+  });
+
+  describe('when the namespace cannot be known (NAMESPACE_UNKNOWN)', () => {
+    const unknown = sources({
+      namespaceAnnotations: () => Promise.reject(new SourceUnavailableError('NAMESPACE_UNKNOWN', 'namespace shop: timed out')),
+    });
+
+    it('only a pod that opts out itself is admitted: the namespace might enable any other', async () => {
+      expect(failed(await handleAdmission(request(optedOut()), unknown)).response.allowed).toBe(true);
+      expect(failed(await handleAdmission(request(plain()), unknown)).response.allowed).toBe(false);
+      expect(failed(await handleAdmission(request(enabled()), unknown)).response.allowed).toBe(false);
+    });
+
+    it('a Service is admitted: it can only lose its opaque-ports annotation', async () => {
+      const service = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'shop' }, spec: { ports: [{ port: 80 }] } };
+      const handled = failed(await handleAdmission(request(service, { kind: 'Service' }), unknown));
+      expect(handled.failure.code).toBe('NAMESPACE_UNKNOWN');
+      expect(handled.response.allowed).toBe(true);
+    });
+  });
+
+  it('an unexpected error from a source is a HANDLER_ERROR, decided like any other failure', async () => {
+    const broken = sources({ owner: () => Promise.reject(new TypeError('cannot read properties of undefined')) });
+    const asked = failed(await handleAdmission(request(enabled()), broken));
+    expect(asked.failure).toEqual({ code: 'HANDLER_ERROR', message: 'cannot read properties of undefined' });
+    expect(asked.response.allowed).toBe(false);
+    expect(failed(await handleAdmission(request(plain()), broken)).response.allowed).toBe(true);
+  });
+
+  it('the pods of one rollout share one answer, each reported under its own name', async () => {
+    const answers = new AnswerCache();
+    const withName = (name: string): Record<string, unknown> => {
+      const p = enabled();
+      (p['metadata'] as Record<string, unknown>)['name'] = name;
+      return p;
+    };
+    const first = await handleAdmission(request(withName('web-1')), sources({ answers }));
+    const second = await handleAdmission(request(withName('web-2')), sources({ answers }));
+    expect(answers.stats).toEqual({ hits: 1, misses: 1 });
+    expect(second.response.patch).toBe(first.response.patch);
+    expect(second.kind === 'evaluated' && second.result.name).toBe('web-2');
+  });
+});
+
+describe('parseReview', () => {
+  it('returns the apiVersion and the request of a well-formed review', () => {
+    const review = admissionReview(plain(), { apiVersion: 'admission.k8s.io/v1beta1', uid: 'u-1' });
+    const parsed = parseReview(review);
+    expect(parsed.apiVersion).toBe('admission.k8s.io/v1beta1');
+    expect(parsed.request.uid).toBe('u-1');
+  });
+
+  it.each([
+    ['a list', [], /not a JSON object/],
+    ['another apiVersion', { ...admissionReview(plain()), apiVersion: 'admission.k8s.io/v2' }, /unsupported apiVersion "admission.k8s.io\/v2"/],
+    ['another kind', { ...admissionReview(plain()), kind: 'Pod' }, /unsupported kind "Pod"/],
+    ['no request', { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }, /has no request/],
+    ['an empty uid', admissionReview(plain(), { uid: '' }), /has no uid/],
+    ['an object that is a string', admissionReview('pod'), /object cannot be decoded/],
+  ])('refuses %s with a 400 saying what is wrong', (_what, body, message) => {
+    let error: unknown;
+    try {
+      parseReview(body);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ReviewError);
+    expect((error as ReviewError).statusCode).toBe(400);
+    expect((error as ReviewError).message).toMatch(message);
+  });
+});
+
+describe('boundedWarnings', () => {
+  it('has nothing to say about no warnings', () => {
+    expect(boundedWarnings([])).toBeUndefined();
+  });
+
+  it('keeps ten, clips each to 240 characters, and says how many more there were', () => {
+    const warnings = Array.from({ length: 12 }, (_, i) => `${i}:${'x'.repeat(300)}`);
+    const bounded = boundedWarnings(warnings) ?? [];
+    expect(bounded).toHaveLength(11);
+    expect(bounded.slice(0, 10).every((w) => w.length === 240 && w.endsWith('...'))).toBe(true);
+    expect(bounded[10]).toBe('and 2 more');
+  });
+});

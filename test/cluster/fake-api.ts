@@ -1,0 +1,64 @@
+/** A fake API server on loopback for the cluster caches: a list of given items, a watch that never delivers, and reads. */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
+
+export interface FakeApi {
+  kubeConfig: KubeConfig;
+  /** Paths of the direct reads (not lists or watches), in order. */
+  reads: string[];
+  close(): Promise<void>;
+}
+
+export interface FakeApiOptions {
+  /** Items of the list at each collection path, e.g. /api/v1/namespaces. */
+  lists?: Record<string, unknown[]>;
+  /** Answers a direct read; the default answers a namespace named by the path's last segment. */
+  read?: (path: string, res: ServerResponse) => void;
+}
+
+const json = (res: ServerResponse, status: number, body: unknown): void => {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+};
+
+export function namespaceFrom(path: string, res: ServerResponse): void {
+  const name = path.slice(path.lastIndexOf('/') + 1);
+  json(res, 200, { kind: 'Namespace', apiVersion: 'v1', metadata: { name, annotations: { 'linkerd.io/inject': `enabled-${name}` } } });
+}
+
+export async function fakeApi(options: FakeApiOptions = {}): Promise<FakeApi> {
+  const reads: string[] = [];
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const items = options.lists?.[url.pathname];
+    if (items !== undefined || url.pathname === '/api/v1/namespaces') {
+      if (url.searchParams.get('watch') === 'true') {
+        // A watch that stays open and says nothing.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.flushHeaders();
+        return;
+      }
+      json(res, 200, { kind: 'List', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items: items ?? [] });
+      return;
+    }
+    reads.push(url.pathname);
+    (options.read ?? namespaceFrom)(url.pathname, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: 'fake', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+    users: [{ name: 'u' }],
+    contexts: [{ name: 'c', cluster: 'fake', user: 'u' }],
+    currentContext: 'c',
+  });
+  return {
+    kubeConfig,
+    reads,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
