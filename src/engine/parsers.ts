@@ -11,6 +11,12 @@ const CHAR_DOT = 0x2e;
 const CHAR_PLUS = 0x2b;
 const CHAR_MINUS = 0x2d;
 
+/** A leading "+" or "-", as Go's number parsers accept it: whether it was "-", and where the rest begins (0 or 1). */
+function leadingSign(text: string): { negative: boolean; rest: number } {
+  const sign = text.charCodeAt(0);
+  return sign === CHAR_PLUS || sign === CHAR_MINUS ? { negative: sign === CHAR_MINUS, rest: 1 } : { negative: false, rest: 0 };
+}
+
 function isDigit(code: number): boolean {
   return code >= CHAR_0 && code <= CHAR_9;
 }
@@ -37,14 +43,8 @@ function parseDigits64(digits: string): bigint | undefined {
 
 /** Go strconv.ParseInt(text, 10, bits) as an exact bigint. */
 function parseGoIntBig(text: string, bits: number): bigint | undefined {
-  let digits = text;
-  let negative = false;
-  const first = text.charCodeAt(0);
-  if (first === CHAR_PLUS || first === CHAR_MINUS) {
-    negative = first === CHAR_MINUS;
-    digits = text.slice(1);
-  }
-  const magnitude = parseDigits64(digits);
+  const { negative, rest } = leadingSign(text);
+  const magnitude = parseDigits64(text.slice(rest));
   if (magnitude === undefined) return undefined;
   const limit = 1n << BigInt(bits - 1);
   if (negative) return magnitude > limit ? undefined : -magnitude;
@@ -72,13 +72,8 @@ const DURATION_UNITS: ReadonlyMap<string, bigint> = new Map([
 
 /** Go time.ParseDuration semantics. Returns nanoseconds, or undefined when Go would return an error. */
 export function parseGoDuration(text: string): bigint | undefined {
-  let s = text;
-  let negative = false;
-  const sign = s.charCodeAt(0);
-  if (sign === CHAR_PLUS || sign === CHAR_MINUS) {
-    negative = sign === CHAR_MINUS;
-    s = s.slice(1);
-  }
+  const { negative, rest } = leadingSign(text);
+  let s = text.slice(rest);
   if (s === '0') return 0n;
   if (s === '') return undefined;
 
@@ -314,13 +309,8 @@ function interpretSuffix(suffix: string): Suffix | undefined {
 export function parseQuantity(text: string): Quantity | undefined {
   if (text === '') return undefined;
   const end = text.length;
-  let pos = 0;
-  let negative = false;
-  const sign = text.charCodeAt(0);
-  if (sign === CHAR_PLUS || sign === CHAR_MINUS) {
-    negative = sign === CHAR_MINUS;
-    pos++;
-  }
+  const { negative, rest } = leadingSign(text);
+  let pos = rest;
   const afterSign = pos;
   while (pos < end && text.charCodeAt(pos) === CHAR_0) pos++;
   const intStart = pos;
