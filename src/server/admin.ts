@@ -1,5 +1,6 @@
 /** The admin listener: Prometheus metrics and the health endpoints kubelet probes. */
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { InjectorMetrics } from './metrics.js';
 
@@ -8,11 +9,14 @@ export interface Readiness {
   notReadyBecause(): string[];
 }
 
-export function buildAdminApp(options: { metrics: InjectorMetrics; readiness: Readiness; logger: Logger }): FastifyInstance {
+/** Plain HTTP, with the injector's pino logger. */
+export type AdminApp = FastifyInstance<Server, IncomingMessage, ServerResponse, Logger>;
+
+export function buildAdminApp(options: { metrics: InjectorMetrics; readiness: Readiness; logger: Logger }): AdminApp {
   const app = Fastify({
     loggerInstance: options.logger,
     logController: new LogController({ disableRequestLogging: true }),
-  }) as unknown as FastifyInstance;
+  });
   const text = 'text/plain; charset=utf-8';
 
   app.get('/metrics', async (_request, reply) =>

@@ -1,13 +1,12 @@
 /** Starts the webhook and admin listeners with their configuration, certificates and graceful shutdown. */
 import { existsSync } from 'node:fs';
-import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AnswerCache, type AdmissionSources } from '../admission/index.js';
 import { CertificateReloader, ensureCertificates, loadKeyPair } from '../tls/index.js';
-import { buildAdminApp } from './admin.js';
+import { buildAdminApp, type AdminApp } from './admin.js';
 import { ConnectionTracker } from './connections.js';
 import { InjectorMetrics } from './metrics.js';
-import { buildWebhookApp, type ServerLimits } from './webhook.js';
+import { buildWebhookApp, type ServerLimits, type WebhookApp } from './webhook.js';
 
 export interface ListenAddress {
   host: string;
@@ -47,8 +46,8 @@ export interface ServerOptions {
 }
 
 export interface RunningServer {
-  webhook: FastifyInstance;
-  admin: FastifyInstance;
+  webhook: WebhookApp;
+  admin: AdminApp;
   webhookUrl: string;
   adminUrl: string;
   metrics: InjectorMetrics;
@@ -92,8 +91,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const webhookPort = (webhook.server.address() as { port: number }).port;
   const adminPort = (admin.server.address() as { port: number }).port;
 
-  const tlsServer = webhook.server as unknown as import('node:tls').Server;
-  const connections = new ConnectionTracker(webhook.server as unknown as import('node:https').Server);
+  const tlsServer = webhook.server;
+  const connections = new ConnectionTracker(webhook.server);
   const reloader = new CertificateReloader(pair, {
     dir: options.tlsDir,
     logger,

@@ -1,5 +1,7 @@
 /** The admission webhook application: POST / takes an AdmissionReview and answers with the engine's decision. */
-import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { IncomingMessage, ServerOptions as HttpServerOptions, ServerResponse } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import type { Logger } from 'pino';
 import {
   handleAdmission,
@@ -95,7 +97,10 @@ export function resourceName(request: AdmissionRequest, handled: HandledAdmissio
   return `${kind}/${request.namespace ?? ''}/${name}`;
 }
 
-export function buildWebhookApp(options: WebhookOptions): FastifyInstance {
+/** The webhook over HTTPS, with the injector's pino logger. */
+export type WebhookApp = FastifyInstance<HttpsServer, IncomingMessage, ServerResponse, Logger>;
+
+export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   const { logger, metrics, sources } = options;
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   // node:http reads these at construction (the checking interval is fixed then), so they go to createServer itself.
@@ -107,7 +112,7 @@ export function buildWebhookApp(options: WebhookOptions): FastifyInstance {
     connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
     maxHeaderSize: limits.maxHeaderBytes,
   };
-  const app = Fastify({
+  const common = {
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: MAX_BODY_BYTES,
@@ -117,10 +122,11 @@ export function buildWebhookApp(options: WebhookOptions): FastifyInstance {
     onProtoPoisoning: 'remove',
     onConstructorPoisoning: 'remove',
     return503OnClosing: true,
-    ...(options.tls
-      ? { https: { ...serverOptions, key: options.tls.key, cert: options.tls.cert, minVersion: options.tls.minVersion } }
-      : { http: serverOptions }),
-  }) as unknown as FastifyInstance;
+  } satisfies FastifyServerOptions;
+  const app: WebhookApp = options.tls
+    ? Fastify({ ...common, https: { ...serverOptions, key: options.tls.key, cert: options.tls.cert, minVersion: options.tls.minVersion } })
+    : // Plain HTTP serves only in-process tests (fastify's inject), which use nothing of the TLS server.
+      (Fastify({ ...common, http: serverOptions as HttpServerOptions }) as unknown as WebhookApp);
   app.server.headersTimeout = limits.headersTimeoutMs;
   if (limits.maxConnections > 0) app.server.maxConnections = limits.maxConnections;
 
@@ -163,7 +169,7 @@ export function buildWebhookApp(options: WebhookOptions): FastifyInstance {
 }
 
 /** One line per admission, in Linkerd's words, with the structured details beside them. */
-function logAdmission(log: Logger | FastifyInstance['log'], request: AdmissionRequest, handled: HandledAdmission): void {
+function logAdmission(log: Logger, request: AdmissionRequest, handled: HandledAdmission): void {
   const resource = resourceName(request, handled);
   const base = { uid: request.uid, dryRun: request.dryRun === true };
   if (handled.kind === 'failed') {
