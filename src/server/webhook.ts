@@ -13,6 +13,7 @@ import {
   type HandledAdmission,
 } from '../admission/index.js';
 import { objectName } from '../engine/index.js';
+import { oneLine } from '../tls/index.js';
 import type { InjectorMetrics, RefusalReason } from './metrics.js';
 
 export const MAX_BODY_BYTES = 10 * 1024 * 1024;
@@ -87,8 +88,6 @@ function bodyError(error: FastifyError): { status: number; message: string; reas
       return error.statusCode === 408 ? { status: 408, message: 'the request took too long to arrive', reason: 'request_timeout' } : undefined;
   }
 }
-
-const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ').trim();
 
 export function resourceName(request: AdmissionRequest, handled: HandledAdmission): string {
   const result = handled.kind === 'evaluated' ? handled.result : undefined;

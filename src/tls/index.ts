@@ -7,6 +7,7 @@ export {
   TlsError,
   isTlsError,
   loadKeyPair,
+  oneLine,
   validateKeyPair,
   type KeyPair,
   type TlsErrorCode,

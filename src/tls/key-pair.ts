@@ -50,7 +50,7 @@ export const CA_KEY_FILE = 'ca.key';
 /** kubelet's atomic-writer swaps this symlink to publish a new Secret version. */
 export const KUBELET_DATA_LINK = '..data';
 
-/** Error text from OpenSSL can span lines; our messages must stay one line for log readers. */
+/** An error's text on one line (OpenSSL's, and parsers', can span several): log readers and HTTP reasons need one. */
 export function oneLine(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
   return text.replace(/\s+/g, ' ').trim();
