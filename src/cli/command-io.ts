@@ -11,6 +11,8 @@ export interface CliIo {
   cwd?: string;
   /** How URL inputs are fetched (extra trusted certificates). */
   url?: UrlOptions;
+  /** false reads every document with the yaml library, as the fast reader's tests compare. */
+  fastReader?: boolean;
 }
 
 export interface CliResult {
