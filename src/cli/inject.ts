@@ -34,6 +34,7 @@ import {
 import {
   failure,
   outputFormat,
+  outputResult,
   runOnProcess,
   usageFailure,
   type CliIo,
@@ -301,7 +302,7 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
     stderr += `\n${count} object${count === 1 ? '' : 's'} could not be injected; nothing was written to stdout\n`;
     return { stdout: '', stderr, code: 1 };
   }
-  return { stdout: outcome.output, stderr, code: 0 };
+  return outputResult(outcome.output, stderr);
 }
 
 /** `proxy-injector inject` on the process's stdin, stdout and stderr. */

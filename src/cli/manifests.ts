@@ -445,8 +445,8 @@ export interface TransformOutcome<R> {
    * not be kept, arguments that held no objects.
    */
   warnings: string[];
-  /** The output in the requested format; empty when an object failed. */
-  output: string;
+  /** The output in the requested format, in pieces to be written one after the other; none when an object failed. */
+  output: string[];
 }
 
 /** Removes all but the last of each key of every map, as the data reads it, so that edits reach the pair that counts. */
@@ -609,7 +609,7 @@ export async function transformInputs<R extends Located>(
   format: OutputFormat,
   change: (object: unknown) => ObjectChange<R>,
 ): Promise<TransformOutcome<R>> {
-  const outcome: TransformOutcome<R> = { reports: [], failed: false, warnings: [], output: '' };
+  const outcome: TransformOutcome<R> = { reports: [], failed: false, warnings: [], output: [] };
   const pieces: string[] = [];
   const objects: unknown[] = [];
   const splicer = new Splicer(YAML_OPTIONS, STRING_OPTIONS);
@@ -620,6 +620,6 @@ export async function transformInputs<R extends Located>(
     if (format === 'json') objects.push(edits.length > 0 ? editedValue(m, edits, outcome) : m.value);
     else pieces.push(edits.length > 0 ? editedText(m, edits, outcome, first, splicer) : renderDocument(m, false, first));
   }
-  if (!outcome.failed) outcome.output = format === 'json' ? renderJson(objects) : pieces.join('');
+  if (!outcome.failed) outcome.output = format === 'json' ? [renderJson(objects)] : pieces;
   return outcome;
 }
