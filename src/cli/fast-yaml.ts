@@ -563,6 +563,16 @@ export class FastReader {
     return { value: this.resolve(source), end: k + source.length };
   }
 
+  /** Whether a plain scalar of this text is read as that same string. */
+  readsAsString(source: string): boolean {
+    try {
+      return this.resolve(source) === source;
+    } catch (err) {
+      if (err instanceof Declined) return false;
+      throw err;
+    }
+  }
+
   /** A plain scalar's value: the first implicit tag of the schema whose pattern matches, as the yaml library does. */
   private resolve(source: string): unknown {
     // Every implicit tag but str matches only text starting with one of these (null, booleans, numbers).

@@ -18,7 +18,7 @@ import {
   type LinkerdValues,
   type SkipReasonCode,
 } from '../engine/index.js';
-import { isObject, type Json } from '../engine/k8s.js';
+import { copyPlain, isObject, type Json } from '../engine/k8s.js';
 import { A, INJECT_ANNOTATION, INJECT_DISABLED, INJECT_ENABLED, INJECT_INGRESS } from '../engine/names.js';
 import { addMapEntries } from '../engine/patch.js';
 import { isWorkloadKind, stringMap } from '../engine/workload.js';
@@ -70,6 +70,8 @@ interface Settings {
 
 /** JSON values as Go prints a manifest: map entries that are null are left out (`resources: null` of the proxy). */
 function withoutNulls(value: Json): Json {
+  // Most values have no null entry: they are kept as they are instead of copied.
+  if (!hasNullEntry(value)) return value;
   if (Array.isArray(value)) return value.map(withoutNulls);
   if (isObject(value)) {
     const out: { [key: string]: Json } = {};
@@ -77,6 +79,13 @@ function withoutNulls(value: Json): Json {
     return out;
   }
   return value;
+}
+
+function hasNullEntry(value: Json): boolean {
+  if (Array.isArray(value)) return value.some(hasNullEntry);
+  if (!isObject(value)) return false;
+  for (const v of Object.values(value)) if (v === null || hasNullEntry(v as Json)) return true;
+  return false;
 }
 
 /** `add` operations for annotations under `<path>`, creating the metadata and the map when missing. */
@@ -128,7 +137,7 @@ export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectR
   if (kind === '') return { ops: [], failed: false, report };
 
   const undone = uninject(object, { volumes: [s.xtablesVolume] });
-  const base = applyToValue(structuredClone(object), undone.patch);
+  const base = applyToValue(copyPlain(object), undone.patch);
   const ops: PatchOp[] = [...undone.patch];
   const done = (status: ObjectReport['status'], detail?: string): ObjectChange<ObjectReport> => ({
     ops,

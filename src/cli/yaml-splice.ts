@@ -8,7 +8,7 @@
  * puts it, the splicer declines (throws Declined) and the caller edits and prints the document with the library.
  */
 import { Document, Pair, YAMLMap, YAMLSeq, type DocumentOptions, type ParseOptions, type SchemaOptions, type ToStringOptions } from 'yaml';
-import { Declined, type FastBlock, type FastDocument, type FastEntry, type FastNode } from './fast-yaml.js';
+import { Declined, FastReader, type FastBlock, type FastDocument, type FastEntry, type FastNode } from './fast-yaml.js';
 import { PatchError, Positions, applyAt, arrayIndex, newNode, parsePointer, type PatchOp } from './yaml-patch.js';
 
 export interface Edit {
@@ -21,6 +21,9 @@ const decline = (why: string): never => {
   throw new Declined(why);
 };
 
+/** Strings the yaml library prints without quotes, if the schema reads them as strings. */
+const SIMPLE = /^[A-Za-z][A-Za-z0-9._/-]*$/;
+
 /** Printed entries kept for reuse: the injector adds the same containers and volumes to every workload. */
 const MEMO_SIZE = 256;
 
@@ -28,12 +31,15 @@ const MEMO_SIZE = 256;
 export class Splicer {
   private readonly printer: Document;
   private readonly memo = new Map<string, string>();
+  private readonly simple = new Map<string, boolean>();
+  private readonly reader: FastReader;
 
   constructor(
     options: ParseOptions & DocumentOptions & SchemaOptions,
     private readonly stringOptions: ToStringOptions,
   ) {
     this.printer = new Document(null, options);
+    this.reader = new FastReader(options);
   }
 
   /**
@@ -57,6 +63,7 @@ export class Splicer {
    * moved right by `pad`.
    */
   print(key: string | undefined, value: unknown, options: ToStringOptions, pad: string): string {
+    if (key !== undefined && typeof value === 'string' && this.plain(key) && this.plain(value)) return `${pad}${key}: ${value}\n`;
     const id = memoKey(key, value, options, pad);
     const known = id === undefined ? undefined : this.memo.get(id);
     if (known !== undefined) return known;
@@ -66,6 +73,20 @@ export class Splicer {
       this.memo.set(id, printed);
     }
     return printed;
+  }
+
+  /**
+   * Whether the yaml library prints the string as it is: letters, digits and `._/-` only, starting with a letter, and
+   * read back as the same string (not `yes`, `null`, `e5`...). Most labels and annotations the injector adds are.
+   */
+  private plain(text: string): boolean {
+    if (text.length > 200 || !SIMPLE.test(text)) return false;
+    const printed = this.simple.get(text);
+    if (printed !== undefined) return printed;
+    const same = this.reader.readsAsString(text);
+    if (this.simple.size >= MEMO_SIZE) this.simple.clear();
+    this.simple.set(text, same);
+    return same;
   }
 
   private printNow(key: string | undefined, value: unknown, options: ToStringOptions): string {
