@@ -224,37 +224,11 @@ export class FastReader {
       const end = this.ends[i]!;
       const { token, colon } = this.key(p, end);
       if (Object.hasOwn(value, token)) decline('a duplicate key');
-      let after = this.skipSpaces(colon + 1, end);
-      let node: FastNode;
-      let next: number;
-      let entryEnd: number;
-      if (after >= end || this.text[after] === '#') {
-        next = this.nextContent(i + 1);
-        const inner = next < this.starts.length ? this.starts[next]! + this.indents[next]! : -1;
-        if (next < this.starts.length && (this.indents[next]! > col || (this.indents[next] === col && this.isDash(next, inner)))) {
-          const nested = this.block(next, value, token);
-          node = nested.block;
-          next = nested.next;
-          entryEnd = node.end;
-        } else {
-          after = colon + 1;
-          node = { kind: 'leaf', start: after, end: after };
-          setValue(value, token, null);
-          entryEnd = this.lineEndOf(i);
-        }
-      } else if (this.text[after] === '|') {
-        const literal = this.literal(i, col, after, value, token);
-        node = literal.leaf;
-        next = this.nextContent(literal.last + 1);
-        entryEnd = this.lineEndOf(literal.last);
-      } else {
-        const leaf = this.inline(after, end, value, token);
-        this.expectLineEnd(leaf.end, end);
-        node = leaf;
-        next = this.nextContent(i + 1);
-        if (next < this.starts.length && this.indents[next]! > col) decline('a value that goes on over lines');
-        entryEnd = this.lineEndOf(i);
-      }
+      const after = this.skipSpaces(colon + 1, end);
+      const { node, next, entryEnd } =
+        after >= end || this.text[after] === '#'
+          ? this.below(i, col, true, colon + 1, value, token)
+          : this.scalar(i, col, after, value, token);
       entries.push({ key: token, gap, start: p, keyEnd: colon, end: entryEnd, node });
       i = next;
       if (i >= this.starts.length || this.indents[i]! < col) break;
@@ -279,17 +253,7 @@ export class FastReader {
       let next: number;
       let entryEnd: number;
       if (q >= end || this.text[q] === '#') {
-        next = this.nextContent(i + 1);
-        if (next < this.starts.length && this.indents[next]! > col) {
-          const nested = this.block(next, value, value.length);
-          node = nested.block;
-          next = nested.next;
-          entryEnd = node.end;
-        } else {
-          node = { kind: 'leaf', start: p + 1, end: p + 1 };
-          value.push(null);
-          entryEnd = this.lineEndOf(i);
-        }
+        ({ node, next, entryEnd } = this.below(i, col, false, p + 1, value, value.length));
       } else if (this.isDash(i, q)) {
         return decline('a list item that is a list on the same line');
       } else if (this.keyAhead(q, end)) {
@@ -299,18 +263,8 @@ export class FastReader {
         node = nested.block;
         next = nested.next;
         entryEnd = node.end;
-      } else if (this.text[q] === '|') {
-        const literal = this.literal(i, col, q, value, value.length);
-        node = literal.leaf;
-        next = this.nextContent(literal.last + 1);
-        entryEnd = this.lineEndOf(literal.last);
       } else {
-        const leaf = this.inline(q, end, value, value.length);
-        this.expectLineEnd(leaf.end, end);
-        node = leaf;
-        next = this.nextContent(i + 1);
-        if (next < this.starts.length && this.indents[next]! > col) decline('a value that goes on over lines');
-        entryEnd = this.lineEndOf(i);
+        ({ node, next, entryEnd } = this.scalar(i, col, q, value, value.length));
       }
       entries.push({ gap, start: p, keyEnd: p, end: entryEnd, node });
       i = next;
@@ -415,6 +369,37 @@ export class FastReader {
     const source = text.slice(p, k).trimEnd();
     setValue(parent, key, this.resolve(source));
     return { kind: 'leaf', start: p, end: p + source.length };
+  }
+
+  /**
+   * The value of an entry that ends its line i (`key:` or `-`): the block on the lines below, indented more than `col`
+   * (or, under a map key, a list at `col`), else null, placed at `at`.
+   */
+  private below(i: number, col: number, indentless: boolean, at: number, parent: Record<string, unknown> | unknown[], key: string | number): { node: FastNode; next: number; entryEnd: number } {
+    const next = this.nextContent(i + 1);
+    if (next < this.starts.length) {
+      const indent = this.indents[next]!;
+      if (indent > col || (indentless && indent === col && this.isDash(next, this.starts[next]! + indent))) {
+        const nested = this.block(next, parent, key);
+        return { node: nested.block, next: nested.next, entryEnd: nested.block.end };
+      }
+    }
+    setValue(parent, key, null);
+    return { node: { kind: 'leaf', start: at, end: at }, next, entryEnd: this.lineEndOf(i) };
+  }
+
+  /** The scalar or flow collection at p on line i, under a map or list at column `col`, and the line after it. */
+  private scalar(i: number, col: number, p: number, parent: Record<string, unknown> | unknown[], key: string | number): { node: FastLeaf; next: number; entryEnd: number } {
+    if (this.text[p] === '|') {
+      const literal = this.literal(i, col, p, parent, key);
+      return { node: literal.leaf, next: this.nextContent(literal.last + 1), entryEnd: this.lineEndOf(literal.last) };
+    }
+    const end = this.ends[i]!;
+    const leaf = this.inline(p, end, parent, key);
+    this.expectLineEnd(leaf.end, end);
+    const next = this.nextContent(i + 1);
+    if (next < this.starts.length && this.indents[next]! > col) decline('a value that goes on over lines');
+    return { node: leaf, next, entryEnd: this.lineEndOf(i) };
   }
 
   /**
