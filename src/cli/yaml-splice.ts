@@ -48,7 +48,7 @@ export class Splicer {
    */
   splice(text: string, from: number, to: number, fast: FastDocument, edits: readonly Edit[], style: ToStringOptions): string {
     try {
-      applyEdits(fast, edits);
+      applyEdits(text, fast, edits);
     } catch (err) {
       // The yaml library's patcher says what is wrong with the operation, in its words.
       if (err instanceof PatchError) decline(err.message);
@@ -136,7 +136,7 @@ const freshEntry = (key: string | undefined, value: unknown): FastEntry => {
 };
 
 /** The edits applied to the document's entries, as documentPatcher applies them to a parsed document. */
-function applyEdits(fast: FastDocument, edits: readonly Edit[]): void {
+function applyEdits(text: string, fast: FastDocument, edits: readonly Edit[]): void {
   const positions = new Positions<FastBlock>((b) => b.entries.map((e) => e.key ?? ''));
   for (const { ops, base } of edits) {
     for (const op of ops) {
@@ -178,6 +178,7 @@ function applyEdits(fast: FastDocument, edits: readonly Edit[]): void {
           }
         } else {
           if (i < 0) return decline(`no key ${last}`);
+          removing(text, node, node.entries[i]!);
           node.entries.splice(i, 1);
           positions.markRemoved(node, last);
           node.dirty = true;
@@ -185,11 +186,22 @@ function applyEdits(fast: FastDocument, edits: readonly Edit[]): void {
       } else {
         const index = arrayIndex(last, node.entries.length, op.op === 'add');
         if (op.op === 'add') node.entries.splice(index, 0, freshEntry(undefined, op.value));
-        else node.entries.splice(index, 1);
+        else removing(text, node, node.entries[index]!);
+        if (op.op === 'remove') node.entries.splice(index, 1);
         node.dirty = true;
       }
     }
   }
+}
+
+/**
+ * A comment before a removed entry may belong to what the entry before it holds, and the library would keep it; one
+ * right above a block's first entry goes with that entry in the library, but stays in the text before the block here.
+ */
+function removing(text: string, block: FastBlock, entry: FastEntry): void {
+  if (entry.fresh) return;
+  if (text.slice(entry.gap, entry.start).includes('#')) decline('a comment before a removed entry');
+  if (entry.start === block.start && commentOrBlankBefore(text, block.start)) decline('a comment or blank line before a removed first entry');
 }
 
 function childOf(block: FastBlock, token: string): FastNode {
@@ -216,6 +228,7 @@ class Writer {
     const text = this.text;
     if (block.entries.length === 0) decline('a map or list left empty');
     if (block.dirty) {
+      // Which entry a comment between entries goes with, in the library, depends on what the entry before it holds.
       for (const e of block.entries) {
         if (!e.fresh && e.start !== block.start && text.slice(e.gap, e.start).includes('#')) decline('a comment between changed entries');
       }
@@ -235,7 +248,7 @@ class Writer {
         if (!e.fresh && e.start !== block.start && e.gap !== e.start - block.col) {
           decline('a comment or blank line before a changed first entry');
         }
-        if (e.fresh && this.spaceBefore(block.start)) decline('a comment or blank line before an added first entry');
+        if (e.fresh && commentOrBlankBefore(text, block.start)) decline('a comment or blank line before an added first entry');
         piece = piece.slice(pad.length);
       }
       if (n < block.entries.length - 1 && !piece.endsWith('\n')) piece += '\n';
@@ -275,16 +288,15 @@ class Writer {
     }
     return false;
   }
+}
 
-  /** Whether the line before the one holding `offset` is blank or a comment. */
-  private spaceBefore(offset: number): boolean {
-    const text = this.text;
-    const lineStart = text.lastIndexOf('\n', offset - 1) + 1;
-    if (text.slice(lineStart, offset).trim() !== '') return false; // a compact map after "- "
-    if (lineStart === 0) return false;
-    const previous = text.slice(text.lastIndexOf('\n', lineStart - 2) + 1, lineStart - 1).trim();
-    return previous === '' || previous.startsWith('#');
-  }
+/** Whether the line before the one holding `offset` is blank or a comment (and `offset` starts its line's content). */
+function commentOrBlankBefore(text: string, offset: number): boolean {
+  const lineStart = text.lastIndexOf('\n', offset - 1) + 1;
+  if (text.slice(lineStart, offset).trim() !== '') return false; // a compact map after "- "
+  if (lineStart === 0) return false;
+  const previous = text.slice(text.lastIndexOf('\n', lineStart - 2) + 1, lineStart - 1).trim();
+  return previous === '' || previous.startsWith('#');
 }
 
 /** Every line but the first of an entry goes `pad` further in; empty lines stay empty. */
