@@ -106,6 +106,27 @@ describe('the spliced output', () => {
     await same(runUninject, ['-'], injected.stdout);
   });
 
+  it('reports the same documents, items and lines when the reader takes some documents of a file and not others', async () => {
+    const anchored = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: anchored\ndata:\n  a: &x one\n  b: *x\n';
+    const list =
+      '# a list\napiVersion: v1\nkind: List\nitems:\n- null\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata:\n    name: listed\n' +
+      '  spec:\n    template:\n      spec:\n        containers:\n        - name: c\n          image: i\n';
+    const host = deployment(7, false).replace('    spec:\n      containers:', '    spec:\n      hostNetwork: true\n      containers:');
+    const stdin = [deployment(0, false), anchored, list, deployment(1, true)].join('---\n');
+    for (const argv of [['--manual', ...ANCHORS, '-'], ['-'], ['-o', 'json', '--manual', ...ANCHORS, '-']]) {
+      const result = await same(runInject, argv, stdin);
+      expect(result.code).toBe(0);
+      const line = stdin.slice(0, stdin.indexOf('- null')).split('\n').length;
+      expect(result.stderr).toContain(`-:${line}: document 3, items[0]: the item is null; it was dropped`);
+    }
+    const failing = await same(runInject, ['--manual', ...ANCHORS, '-'], [stdin, host].join('---\n'));
+    expect(failing.code).toBe(1);
+    expect(failing.stderr).toMatch(/-:\d+: document 5/);
+    const invalid = await same(runInject, ['-'], [deployment(0, false), 'a: [1, 2\n', anchored].join('---\n'));
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toMatch(/^proxy-injector inject: -:\d+: invalid YAML/);
+  });
+
   it('keeps what the edits do not reach as written, where the library would re-space it', async () => {
     const stdin = deployment(1, false).replace('        app: app-1\n', '        app: app-1    # aligned\n');
     const argv = ['--manual', ...ANCHORS, '-'];
@@ -224,6 +245,7 @@ describe('Splicer on random documents and edits', () => {
       const text = document(next, indentSeq);
       const fast = new FastReader(YAML_OPTIONS).read(text, 0, text.length);
       if (!fast) continue;
+      expect(fast.value, `seed ${seed}`).toEqual(parseDocument(text, YAML_OPTIONS).toJS());
       const expected = structuredClone(fast.value) as Record<string, unknown>;
       const ops: PatchOp[] = [];
       for (let k = 1 + next(3); k > 0; k -= 1) {
