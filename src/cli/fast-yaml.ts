@@ -427,6 +427,10 @@ export class FastReader {
       last = k;
     }
     if (last < 0) return decline('an empty literal');
+    // Spaces beyond the indentation on a blank line are content, even after the last line with text.
+    for (let k = last + 1; k < this.starts.length && this.starts[k]! + this.indents[k]! === this.ends[k]; k += 1) {
+      if (this.indents[k]! > indent) decline('spaces on a blank line after a literal');
+    }
     const parts: string[] = [];
     for (const k of lines) {
       if (k > last) break;

@@ -101,6 +101,8 @@ describe('FastReader', () => {
       'a:\n  b: |-\n    last line without newline',
     ];
     for (const text of texts) expect(read(text)?.value, text).toEqual(library(text));
+    expect(read('a: |\n  x\n      \nb: 1\n')).toBeUndefined();
+    expect(library('a: |\n  x\n      \nb: 1\n')).toEqual({ a: 'x\n    \n', b: 1 });
     expect(read('a: |2\n   x\n')).toBeUndefined();
     expect(read('a: |+\n  x\n\n')).toBeUndefined();
     expect(read('a: >\n  folded\n')).toBeUndefined();
