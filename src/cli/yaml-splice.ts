@@ -263,7 +263,8 @@ class Writer {
     const node = e.node;
     if (e.replaced) {
       if (block.kind !== 'map' || node.kind !== 'new') return decline('an odd replacement');
-      if (text.slice(e.start, e.end).includes('#')) decline('a comment on a replaced entry');
+      // A comment on the entry, or right after what it held, may go with the value the library replaces.
+      if (text.slice(e.start, e.end).includes('#') || this.commentAfter(e.end)) decline('a comment on a replaced entry');
       const printed = this.splicer.print('k', node.value, this.options, pad);
       if (!printed.startsWith(`${pad}k:`)) decline('an odd printed key');
       return text.slice(e.start, e.keyEnd) + printed.slice(pad.length + 1);
