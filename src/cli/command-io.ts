@@ -11,12 +11,52 @@ export interface CliIo {
   cwd?: string;
   /** How URL inputs are fetched (extra trusted certificates). */
   url?: UrlOptions;
+  /** false reads every document with the yaml library, as the fast reader's tests compare. */
+  fastReader?: boolean;
 }
 
 export interface CliResult {
   stdout: string;
   stderr: string;
   code: number;
+}
+
+const PIECES = Symbol('stdout pieces');
+
+/**
+ * A successful result whose stdout is the pieces one after the other. They are joined only if `stdout` is read: the
+ * process writes them as they are, so that a large output is never held twice (as pieces and joined).
+ */
+export function outputResult(pieces: readonly string[], stderr: string): CliResult {
+  let joined: string | undefined;
+  const result = { stderr, code: 0 } as CliResult;
+  Object.defineProperty(result, 'stdout', { enumerable: true, get: () => (joined ??= pieces.join('')) });
+  Object.defineProperty(result, PIECES, { value: pieces });
+  return result;
+}
+
+/** Writes the text to the stream in batches of about a megabyte, each once the stream has taken the one before. */
+async function writePieces(stream: NodeJS.WriteStream, pieces: readonly string[]): Promise<void> {
+  const flush = async (batch: string): Promise<void> => {
+    if (stream.destroyed || stream.write(batch)) return;
+    // A closed pipe destroys the stream (see main.ts): then 'close' comes instead of 'drain'.
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        for (const event of ['drain', 'close', 'error']) stream.off(event, done);
+        resolve();
+      };
+      for (const event of ['drain', 'close', 'error']) stream.on(event, done);
+    });
+  };
+  let batch = '';
+  for (const piece of pieces) {
+    batch += piece;
+    if (batch.length >= 1 << 20) {
+      await flush(batch);
+      batch = '';
+    }
+  }
+  if (batch !== '') await flush(batch);
 }
 
 /** What a usage error prints: the problem, the command's usage line from its help, and where the rest is. */
@@ -85,7 +125,9 @@ export function outputFormat(value: unknown): OutputFormat {
 /** Runs a manifest command on the process's stdin, stdout and stderr, and returns its exit code. */
 export async function runOnProcess(run: (argv: readonly string[], io: CliIo) => Promise<CliResult>, args: readonly string[]): Promise<number> {
   const result = await run(args, { stdin: readProcessStdin, cwd: process.cwd() });
-  process.stdout.write(result.stdout);
+  const pieces = (result as CliResult & { [PIECES]?: readonly string[] })[PIECES];
+  if (pieces) await writePieces(process.stdout, pieces);
+  else process.stdout.write(result.stdout);
   process.stderr.write(result.stderr);
   return result.code;
 }

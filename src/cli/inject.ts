@@ -18,6 +18,7 @@ import {
   type LinkerdValues,
   type SkipReasonCode,
   addMapEntries,
+  copyPlain,
   isObject,
   isWorkloadKind,
   names,
@@ -37,6 +38,7 @@ import {
 import {
   failure,
   outputFormat,
+  outputResult,
   runOnProcess,
   usageFailure,
   type CliIo,
@@ -74,6 +76,8 @@ interface Settings {
 
 /** JSON values as Go prints a manifest: map entries that are null are left out (`resources: null` of the proxy). */
 function withoutNulls(value: Json): Json {
+  // Most values have no null entry: they are kept as they are instead of copied.
+  if (!hasNullEntry(value)) return value;
   if (Array.isArray(value)) return value.map(withoutNulls);
   if (isObject(value)) {
     const out: { [key: string]: Json } = {};
@@ -81,6 +85,13 @@ function withoutNulls(value: Json): Json {
     return out;
   }
   return value;
+}
+
+function hasNullEntry(value: Json): boolean {
+  if (Array.isArray(value)) return value.some(hasNullEntry);
+  if (!isObject(value)) return false;
+  for (const v of Object.values(value)) if (v === null || hasNullEntry(v as Json)) return true;
+  return false;
 }
 
 /** `add` operations for annotations under `<path>`, creating the metadata and the map when missing. */
@@ -128,7 +139,7 @@ export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectR
   if (kind === '') return { ops: [], failed: false, report };
 
   const undone = uninject(object, { volumes: [s.xtablesVolume] });
-  const base = applyToValue(structuredClone(object), undone.patch);
+  const base = applyToValue(copyPlain(object), undone.patch);
   const ops: PatchOp[] = [...undone.patch];
   const done = (status: ObjectReport['status'], detail?: string): ObjectChange<ObjectReport> => ({
     ops,
@@ -302,7 +313,7 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
     stderr += `\n${count} object${count === 1 ? '' : 's'} could not be injected; nothing was written to stdout\n`;
     return { stdout: '', stderr, code: 1 };
   }
-  return { stdout: outcome.output, stderr, code: 0 };
+  return outputResult(outcome.output, stderr);
 }
 
 /** `proxy-injector inject` on the process's stdin, stdout and stderr. */

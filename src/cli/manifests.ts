@@ -7,7 +7,6 @@ import { isAbsolute, join, resolve } from 'node:path';
 import {
   Composer,
   Document,
-  LineCounter,
   Parser,
   type Pair,
   isCollection,
@@ -22,7 +21,9 @@ import {
   type ToStringOptions,
 } from 'yaml';
 import { compareCodeUnits } from '../engine/index.js';
+import { Declined, FastReader, type FastBlock, type FastDocument } from './fast-yaml.js';
 import { applyToValue, documentPatcher, sameValue, type PatchOp } from './yaml-patch.js';
+import { Splicer, type Edit } from './yaml-splice.js';
 
 /** Extensions read from a directory; files named on the command line are read whatever their name. */
 const MANIFEST_EXTENSIONS = ['.yaml', '.yml', '.json'];
@@ -53,7 +54,12 @@ export interface Manifest {
   line: number;
   /** The line of an offset in the source. */
   lineOf: (offset: number) => number;
-  doc: Document;
+  /** The document as the yaml library reads it: read on first use when the fast reader read it (see documentOf). */
+  doc?: Document;
+  /** Offsets in `doc` are from here in the source. */
+  docOffset: number;
+  /** The document as FastReader read it, when it could: edits are then spliced into its text. */
+  fast?: FastManifest | undefined;
   /** The document's data as read. */
   value: unknown;
   /** The document's own text in the source, written back as it is when nothing in it changes. */
@@ -66,11 +72,21 @@ export interface Manifest {
   style: () => ToStringOptions;
 }
 
+/** A document FastReader read: where it is in the whole source text. */
+interface FastManifest {
+  doc: FastDocument;
+  source: string;
+  from: number;
+  to: number;
+}
+
 export interface ReadIo {
   cwd: string;
   readStdin: () => Promise<string>;
   /** Inputs that are not files (URLs): which arguments they are, and how to read one. */
   remote?: { matches: (arg: string) => boolean; read: (arg: string) => Promise<string> };
+  /** Whether FastReader reads the documents it can (the default); false reads all with the yaml library. */
+  fastReader?: boolean;
 }
 
 /** The files named by the arguments: directories walked depth-first, entries in lexical order (as Go's filepath.Walk). */
@@ -133,27 +149,109 @@ async function readText(file: string, io: ReadIo, stdin: { text?: string }): Pro
 
 const LINE_OF_POSITION = / at line \d+, column \d+:?$/;
 
+/** How documents are read: `fast` lets FastReader read (and the splicer write) the documents it can. */
+export interface ReadOptions {
+  fast: boolean;
+}
+
+const READ_DEFAULTS: ReadOptions = { fast: true };
+
+/** 1-based lines of offsets in a text, from its newlines (found on first use). */
+function lineIndex(text: string): (offset: number) => number {
+  let breaks: number[] | undefined;
+  return (offset) => {
+    if (!breaks) {
+      breaks = [];
+      for (let p = text.indexOf('\n'); p >= 0; p = text.indexOf('\n', p + 1)) breaks.push(p);
+    }
+    let lo = 0;
+    let hi = breaks.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (breaks[mid]! < offset) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo + 1;
+  };
+}
+
+/**
+ * Where each document of a stream starts: at 0 and at every `---` line. A `---` at the start of a line always starts
+ * a document (it cannot be inside a scalar or a flow collection), so the stream can be cut there without parsing it.
+ * Comments before the first `---` belong to the document it starts. Undefined when the stream has directives, `...`
+ * end markers, CR or Unicode line breaks, or a byte order mark: the yaml library then reads it whole.
+ */
+export function documentStarts(text: string): number[] | undefined {
+  if (/[\r\u2028\u2029\ufeff]/.test(text) || /^(?:%|\.\.\.(?:[ \t\n]|$))/m.test(text)) return undefined;
+  const starts = [0];
+  for (const m of text.matchAll(/^---(?=[ \t\n]|$)/gm)) if (m.index > 0) starts.push(m.index);
+  if (starts.length > 1 && !/^[ \t]*[^\s#]/m.test(text.slice(0, starts[1]))) starts.splice(1, 1);
+  return starts;
+}
+
 /**
  * The documents of one stream, one at a time: each is parsed, used and dropped before the next is parsed, so that
  * memory follows the largest document, not the file. Each document carries its own text: from the end of the
  * previous document (the comments and `---` before it belong to it, as the parser attaches them) to its own end.
  * Duplicate keys are accepted, the last value winning as in kubectl's decoder, with a warning in `warnings`.
+ * Documents FastReader can read are read by it; the others, and JSON, by the yaml library.
  */
-export function* manifestsOf(text: string, source: string, warnings: string[]): Generator<Manifest> {
-  const lines = new LineCounter();
-  const composer = new Composer(YAML_OPTIONS);
+export function* manifestsOf(text: string, source: string, warnings: string[], options: ReadOptions = READ_DEFAULTS): Generator<Manifest> {
   const json = /^\s*[[{]/.test(text);
-  const lineOf = (offset: number): number => lines.linePos(offset).line;
+  const lineOf = lineIndex(text);
   let padding: boolean | undefined;
-  const style = (doc: Document): ToStringOptions => {
-    if (json) return KUBECTL_STYLE;
-    padding ??= flowPadding(text);
-    return { ...indentStyle(doc, text), flowCollectionPadding: padding };
-  };
-  let index = 0;
+  const flowPaddingOf = (): boolean => (padding ??= flowPadding(text));
+  const starts = json ? undefined : documentStarts(text);
+  const reader = options.fast && starts ? new FastReader(YAML_OPTIONS) : undefined;
+  const counter = { index: 0 };
+  const bounds = starts ?? [0];
+  for (let k = 0; k < bounds.length; k += 1) {
+    const from = bounds[k]!;
+    const to = bounds[k + 1] ?? text.length;
+    const fast = reader?.read(text, from, to);
+    if (fast === null) {
+      counter.index += 1;
+      continue;
+    }
+    if (fast) {
+      counter.index += 1;
+      let layout: ToStringOptions | undefined;
+      yield {
+        source,
+        index: counter.index,
+        line: lineOf(fast.root.start),
+        lineOf,
+        docOffset: from,
+        fast: { doc: fast, source: text, from, to },
+        value: fast.value,
+        text: text.slice(from, to),
+        duplicates: false,
+        json: false,
+        style: () => (layout ??= { ...fastIndentStyle(fast, text), flowCollectionPadding: flowPaddingOf() }),
+      };
+      continue;
+    }
+    yield* composed(text.slice(from, to), from, { source, json, lineOf, warnings, counter, padding: flowPaddingOf });
+  }
+}
+
+interface Composing {
+  source: string;
+  json: boolean;
+  lineOf: (offset: number) => number;
+  warnings: string[];
+  counter: { index: number };
+  padding: () => boolean;
+}
+
+/** The documents of `text` (the part of the source from `offset` on) as the yaml library reads them. */
+function* composed(text: string, offset: number, c: Composing): Generator<Manifest> {
+  const { source, json, warnings, counter } = c;
+  const lineOf = (at: number): number => c.lineOf(offset + at);
   let start = 0;
   const ready = function* (doc: Document.Parsed, end: number): Generator<Manifest> {
-    index += 1;
+    counter.index += 1;
+    const index = counter.index;
     const segment = text.slice(start, end);
     start = end;
     let duplicates = false;
@@ -182,14 +280,25 @@ export function* manifestsOf(text: string, source: string, warnings: string[]): 
     keepTrailingComment(doc, text);
     let layout: ToStringOptions | undefined;
     const line = lineOf(doc.contents?.range?.[0] ?? doc.range[0]);
-    yield { source, index, doc, json, value, text: segment, duplicates, line, lineOf, style: () => (layout ??= style(doc)) };
+    const style = (): ToStringOptions => (layout ??= json ? KUBECTL_STYLE : { ...indentStyle(doc, text), flowCollectionPadding: c.padding() });
+    yield { source, index, doc, docOffset: offset, json, value, text: segment, duplicates, line, lineOf: c.lineOf, style };
   };
   let pending: Document.Parsed | undefined;
-  for (const doc of composer.compose(new Parser(lines.addNewLine).parse(text))) {
+  for (const doc of new Composer(YAML_OPTIONS).compose(new Parser().parse(text))) {
     if (pending) yield* ready(pending, pending.range[2]);
     pending = doc;
   }
   if (pending) yield* ready(pending, text.length);
+}
+
+/** The document as the yaml library reads it, read now if the fast reader read it. */
+function documentOf(m: Manifest): Document {
+  if (m.doc) return m.doc;
+  const doc = new Composer(YAML_OPTIONS).compose(new Parser().parse(m.text)).next().value;
+  if (!doc || doc.errors.length > 0) throw new InputError(`${m.source}:${m.line}: document ${m.index}: the yaml library does not read it as the fast reader did`);
+  keepTrailingComment(doc, m.text);
+  m.doc = doc;
+  return doc;
 }
 
 /**
@@ -241,6 +350,32 @@ function indentStyle(doc: Document, text: string): ToStringOptions {
   return { indent: indent ?? 2, indentSeq: indentSeq ?? false };
 }
 
+/** indentStyle for a document FastReader read: the same first nested block map and block list, in the same order. */
+function fastIndentStyle(fast: FastDocument, text: string): ToStringOptions {
+  let indent: number | undefined;
+  let indentSeq: boolean | undefined;
+  const walk = (block: FastBlock): boolean => {
+    for (const e of block.entries) {
+      const node = e.node;
+      if (node.kind !== 'map' && node.kind !== 'seq') continue;
+      if (e.key !== undefined) {
+        const keyColumn = column(text, e.start);
+        if (node.kind === 'map' && indent === undefined) {
+          const delta = node.col - keyColumn;
+          if (delta > 0) indent = delta;
+        } else if (node.kind === 'seq' && indentSeq === undefined) {
+          indentSeq = node.col > keyColumn;
+        }
+        if (indent !== undefined && indentSeq !== undefined) return true;
+      }
+      if (walk(node)) return true;
+    }
+    return false;
+  };
+  walk(fast.root);
+  return { indent: indent ?? 2, indentSeq: indentSeq ?? false };
+}
+
 /** Whether the file pads flow maps (`{ a: 1 }`) at least as often as not: counted once per file, over all of it. */
 function flowPadding(text: string): boolean {
   const padded = (text.match(/\{ /g) ?? []).length;
@@ -261,9 +396,10 @@ const STRING_OPTIONS: ToStringOptions = { lineWidth: 0, minContentWidth: 0 };
 function renderDocument(m: Manifest, edited: boolean, first: boolean): string {
   let text: string;
   if (!edited && !m.json) {
-    text = first || m.doc.directives?.docStart ? m.text : `---\n${m.text}`;
+    text = first || (m.fast ? m.fast.doc.marker : m.doc?.directives?.docStart) ? m.text : `---\n${m.text}`;
   } else {
-    const doc = m.json ? new Document(m.doc.toJS(), YAML_OPTIONS) : m.doc;
+    const parsed = documentOf(m);
+    const doc = m.json ? new Document(parsed.toJS(), YAML_OPTIONS) : parsed;
     if (!first && doc.directives) doc.directives.docStart = true;
     text = doc.toString({ ...STRING_OPTIONS, ...m.style() });
   }
@@ -308,8 +444,8 @@ export interface TransformOutcome<R> {
    * not be kept, arguments that held no objects.
    */
   warnings: string[];
-  /** The output in the requested format; empty when an object failed. */
-  output: string;
+  /** The output in the requested format, in pieces to be written one after the other; none when an object failed. */
+  output: string[];
 }
 
 /** Removes all but the last of each key of every map, as the data reads it, so that edits reach the pair that counts. */
@@ -329,20 +465,17 @@ function keepLastOfDuplicates(doc: Document): void {
 }
 
 /**
- * Runs `change` on the document's object (each item of a List) and applies its operations to the document in place;
- * null items of a List are dropped, as they hold no object. The same operations are applied to the plain data as a
- * check: if the edited document does not read back as that data (an alias or merge key in the way), the document is
- * rebuilt from the data, losing its comments but never content. Returns whether the document changed.
+ * Runs `change` on the document's object (each item of a List) and returns the edits to make; null items of a List
+ * are dropped, as they hold no object.
  */
-function transformManifest<R extends Located>(m: Manifest, change: (object: unknown) => ObjectChange<R>, outcome: TransformOutcome<R>): boolean {
+function editsOf<R extends Located>(m: Manifest, change: (object: unknown) => ObjectChange<R>, outcome: TransformOutcome<R>): Edit[] {
   const where = (item?: number): string => {
     if (item === undefined) return `${m.source}:${m.line}: document ${m.index}`;
-    const seq = isMap(m.doc.contents) ? m.doc.contents.get('items', true) : undefined;
-    const node: unknown = isSeq(seq) ? seq.items[item] : undefined;
-    const line = isNode(node) && node.range ? m.lineOf(node.range[0]) : m.line;
+    const at = itemOffset(m, item);
+    const line = at === undefined ? m.line : m.lineOf(at);
     return `${m.source}:${line}: document ${m.index}, items[${item}]`;
   };
-  const edits: Array<{ ops: PatchOp[]; base: string[] }> = [];
+  const edits: Edit[] = [];
   const run = (object: unknown, base: string[], at: string): void => {
     const c = change(object);
     c.report.where = at;
@@ -363,20 +496,73 @@ function transformManifest<R extends Located>(m: Manifest, change: (object: unkn
   } else {
     run(m.value, [], where());
   }
-  if (edits.length === 0) return false;
+  return edits;
+}
+
+/** Where items[i] of a List document starts in the source. */
+function itemOffset(m: Manifest, item: number): number | undefined {
+  if (m.fast) {
+    const entry = m.fast.doc.root.entries.find((e) => e.key === 'items');
+    const node = entry?.node.kind === 'seq' ? entry.node.entries[item]?.node : undefined;
+    return node?.kind === 'map' || node?.kind === 'seq' || node?.kind === 'leaf' ? node.start : undefined;
+  }
+  const doc = documentOf(m);
+  const seq = isMap(doc.contents) ? doc.contents.get('items', true) : undefined;
+  const node: unknown = isSeq(seq) ? seq.items[item] : undefined;
+  return isNode(node) && node.range ? m.docOffset + node.range[0] : undefined;
+}
+
+/**
+ * Applies the edits to the document with the yaml library, in place. The same operations are applied to the plain
+ * data as a check: if the edited document does not read back as that data (an alias or merge key in the way), the
+ * document is rebuilt from the data, losing its comments but never content.
+ */
+function editDocument<R>(m: Manifest, edits: readonly Edit[], outcome: TransformOutcome<R>): void {
+  const doc = documentOf(m);
   m.style(); // the layout of the document as read, before the edits move anything
-  if (m.duplicates) keepLastOfDuplicates(m.doc);
+  if (m.duplicates) keepLastOfDuplicates(doc);
   const expected = structuredClone(m.value);
-  const patcher = documentPatcher(m.doc);
+  const patcher = documentPatcher(doc);
   for (const e of edits) {
     applyToValue(expected, e.ops, e.base);
     patcher.apply(e.ops, e.base);
   }
-  if (!sameValue(m.doc.toJS(), expected)) {
+  if (!sameValue(doc.toJS(), expected)) {
     m.doc = new Document(expected, YAML_OPTIONS);
     outcome.warnings.push(`${m.source} (document ${m.index}): its layout could not be kept; it was rewritten from its data`);
   }
-  return true;
+}
+
+/**
+ * The edited document as a piece of the output stream: spliced into its source text when FastReader read it and the
+ * splicer can place every change, else edited and printed with the yaml library.
+ */
+function editedText<R>(m: Manifest, edits: readonly Edit[], outcome: TransformOutcome<R>, first: boolean, splicer: Splicer): string {
+  if (m.fast) {
+    const { doc, source, from, to } = m.fast;
+    const style = m.style();
+    m.fast = undefined; // the splicer changes the entries it reads: whatever it does, they are not the source's any more
+    try {
+      const text = splicer.splice(source, from, to, doc, edits, style);
+      const marked = first || doc.marker ? text : `---\n${text}`;
+      return marked.endsWith('\n') ? marked : `${marked}\n`;
+    } catch (err) {
+      if (!(err instanceof Declined)) throw err;
+    }
+  }
+  editDocument(m, edits, outcome);
+  return renderDocument(m, true, first);
+}
+
+/** The edited document's data: for a document FastReader read, the edits applied to the data are exact. */
+function editedValue<R>(m: Manifest, edits: readonly Edit[], outcome: TransformOutcome<R>): unknown {
+  if (m.fast) {
+    const value = structuredClone(m.value);
+    for (const e of edits) applyToValue(value, e.ops, e.base);
+    return value;
+  }
+  editDocument(m, edits, outcome);
+  return documentOf(m).toJS();
 }
 
 /** Says what an argument that held no object was. */
@@ -394,6 +580,7 @@ function nothingIn(group: InputGroup, bytes: number): string {
  * What the user should know about the input (duplicate keys, arguments that held no objects) goes to `warnings`.
  */
 export async function* readDocuments(args: readonly string[], io: ReadIo, warnings: string[]): AsyncGenerator<Manifest> {
+  const options: ReadOptions = { fast: io.fastReader ?? true };
   const stdin: { text?: string } = {};
   for (const group of expandInputGroups(args, io)) {
     let count = 0;
@@ -401,7 +588,7 @@ export async function* readDocuments(args: readonly string[], io: ReadIo, warnin
     for (const file of group.files) {
       const text = await readText(file, io, stdin);
       bytes += Buffer.byteLength(text);
-      for (const m of manifestsOf(text, file, warnings)) {
+      for (const m of manifestsOf(text, file, warnings, options)) {
         count += 1;
         yield m;
       }
@@ -421,15 +608,17 @@ export async function transformInputs<R extends Located>(
   format: OutputFormat,
   change: (object: unknown) => ObjectChange<R>,
 ): Promise<TransformOutcome<R>> {
-  const outcome: TransformOutcome<R> = { reports: [], failed: false, warnings: [], output: '' };
+  const outcome: TransformOutcome<R> = { reports: [], failed: false, warnings: [], output: [] };
   const pieces: string[] = [];
   const objects: unknown[] = [];
+  const splicer = new Splicer(YAML_OPTIONS, STRING_OPTIONS);
   for await (const m of readDocuments(args, io, outcome.warnings)) {
-    const edited = transformManifest(m, change, outcome);
+    const edits = editsOf(m, change, outcome);
     if (outcome.failed) continue; // the rest is still checked and reported, but nothing will be written
-    if (format === 'json') objects.push(edited ? m.doc.toJS() : m.value);
-    else pieces.push(renderDocument(m, edited, pieces.length === 0));
+    const first = pieces.length === 0;
+    if (format === 'json') objects.push(edits.length > 0 ? editedValue(m, edits, outcome) : m.value);
+    else pieces.push(edits.length > 0 ? editedText(m, edits, outcome, first, splicer) : renderDocument(m, false, first));
   }
-  if (!outcome.failed) outcome.output = format === 'json' ? renderJson(objects) : pieces.join('');
+  if (!outcome.failed) outcome.output = format === 'json' ? [renderJson(objects)] : pieces;
   return outcome;
 }

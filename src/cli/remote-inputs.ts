@@ -83,5 +83,10 @@ export async function fetchText(arg: string, options: UrlOptions = {}): Promise<
 
 /** How a command reads its inputs: files and directories under `cwd`, stdin, and HTTPS URLs. */
 export function inputReader(io: CliIo, cwd: string): ReadIo {
-  return { cwd, readStdin: stdinReader(io), remote: { matches: isUrl, read: (url) => fetchText(url, io.url) } };
+  return {
+    cwd,
+    readStdin: stdinReader(io),
+    remote: { matches: isUrl, read: (url) => fetchText(url, io.url) },
+    ...(io.fastReader !== undefined && { fastReader: io.fastReader }),
+  };
 }

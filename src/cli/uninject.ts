@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { defaultValues, isEngineError, isObject, loadValues, uninject, type Removed } from '../engine/index.js';
 import { UsageError } from './inject-flags.js';
 import { nameOf, notAnObject } from './inject.js';
-import { failure, outputFormat, parseCommandArgs, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
+import { failure, outputFormat, outputResult, parseCommandArgs, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { InputError, transformInputs, type ObjectChange, type OutputFormat } from './manifests.js';
 import { inputReader } from './remote-inputs.js';
 import { OK, WARN, renderReport, type Check, type ObjectReport } from './report.js';
@@ -89,7 +89,7 @@ export async function runUninject(argv: readonly string[], io: CliIo = {}): Prom
     const warnings = outcome.warnings.map((text): Check => ({ mark: WARN, text }));
     const stderr = renderReport(warnings, outcome.reports, verbose);
     if (outcome.failed) return { stdout: '', stderr: `${stderr}\nnothing was written to stdout\n`, code: 1 };
-    return { stdout: outcome.output, stderr, code: 0 };
+    return outputResult(outcome.output, stderr);
   } catch (err) {
     if (err instanceof InputError || isEngineError(err)) return failure('uninject', err.message);
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return failure('uninject', `--values ${values}: no such file`);

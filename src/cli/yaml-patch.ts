@@ -21,7 +21,7 @@ export class PatchError extends Error {
   override readonly name = 'PatchError';
 }
 
-function arrayIndex(token: string, length: number, forAdd: boolean): number {
+export function arrayIndex(token: string, length: number, forAdd: boolean): number {
   if (forAdd && token === '-') return length;
   if (!/^(0|[1-9]\d*)$/.test(token)) throw new PatchError(`${JSON.stringify(token)} is not an array index`);
   const index = Number(token);
@@ -36,29 +36,31 @@ const where = (op: PatchOp): string => `${op.op} ${op.path}`;
 
 /** Applies the operations to a plain JSON value in place (the root must be an object or array) and returns it. */
 export function applyToValue<T>(root: T, ops: readonly PatchOp[], base: readonly string[] = []): T {
-  for (const op of ops) {
-    const tokens = [...base, ...parsePointer(op.path)];
-    const last = tokens.pop();
-    if (last === undefined) throw new PatchError(`${where(op)}: cannot replace the whole document`);
-    let parent: unknown = root;
-    for (const token of tokens) {
-      if (Array.isArray(parent)) parent = parent[arrayIndex(token, parent.length, false)];
-      else if (isPlainObject(parent) && Object.hasOwn(parent, token)) parent = parent[token];
-      else throw new PatchError(`${where(op)}: no value at ${JSON.stringify(token)}`);
-    }
-    if (Array.isArray(parent)) {
-      const index = arrayIndex(last, parent.length, op.op === 'add');
-      if (op.op === 'add') parent.splice(index, 0, structuredClone(op.value));
-      else parent.splice(index, 1);
-    } else if (isPlainObject(parent)) {
-      if (op.op === 'add') parent[last] = structuredClone(op.value);
-      else if (Object.hasOwn(parent, last)) delete parent[last];
-      else throw new PatchError(`${where(op)}: no key ${JSON.stringify(last)}`);
-    } else {
-      throw new PatchError(`${where(op)}: the parent is not an object or array`);
-    }
-  }
+  for (const op of ops) applyAt(root, op, [...base, ...parsePointer(op.path)]);
   return root;
+}
+
+/** Applies one operation to a plain JSON value, at the path given as reference tokens. */
+export function applyAt(root: unknown, op: PatchOp, tokens: string[]): void {
+  const last = tokens.pop();
+  if (last === undefined) throw new PatchError(`${where(op)}: cannot replace the whole document`);
+  let parent: unknown = root;
+  for (const token of tokens) {
+    if (Array.isArray(parent)) parent = parent[arrayIndex(token, parent.length, false)];
+    else if (isPlainObject(parent) && Object.hasOwn(parent, token)) parent = parent[token];
+    else throw new PatchError(`${where(op)}: no value at ${JSON.stringify(token)}`);
+  }
+  if (Array.isArray(parent)) {
+    const index = arrayIndex(last, parent.length, op.op === 'add');
+    if (op.op === 'add') parent.splice(index, 0, structuredClone(op.value));
+    else parent.splice(index, 1);
+  } else if (isPlainObject(parent)) {
+    if (op.op === 'add') parent[last] = structuredClone(op.value);
+    else if (Object.hasOwn(parent, last)) delete parent[last];
+    else throw new PatchError(`${where(op)}: no key ${JSON.stringify(last)}`);
+  } else {
+    throw new PatchError(`${where(op)}: the parent is not an object or array`);
+  }
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -81,36 +83,37 @@ function pairIndex(map: YAMLMap, token: string): number {
 
 /**
  * Where the removed keys of each map were, so that a key removed and added again by the same patch (uninject, then
- * inject) goes back to its place instead of to the end.
+ * inject) goes back to its place instead of to the end. Maps of any kind: `keysOf` lists a map's keys in order.
  */
-class Positions {
-  private readonly original = new WeakMap<YAMLMap, string[]>();
-  private readonly removed = new WeakMap<YAMLMap, Set<string>>();
+export class Positions<M extends object> {
+  private readonly original = new WeakMap<M, string[]>();
+  private readonly removed = new WeakMap<M, Set<string>>();
+
+  constructor(private readonly keysOf: (map: M) => string[]) {}
 
   /** Called before a map is changed: remembers its original key order the first time. */
-  touch(map: YAMLMap): void {
-    if (!this.original.has(map)) {
-      this.original.set(map, map.items.map((p) => keyToken(p.key) ?? ''));
-    }
+  touch(map: M): void {
+    if (!this.original.has(map)) this.original.set(map, this.keysOf(map));
   }
 
-  markRemoved(map: YAMLMap, token: string): void {
+  markRemoved(map: M, token: string): void {
     const set = this.removed.get(map) ?? new Set<string>();
     set.add(token);
     this.removed.set(map, set);
   }
 
   /** The index to insert a key at: its original place among the keys still there, or the end. */
-  insertionIndex(map: YAMLMap, token: string): number {
+  insertionIndex(map: M, token: string): number {
+    const keys = this.keysOf(map);
     const order = this.original.get(map);
     const ordinal = order?.indexOf(token) ?? -1;
-    if (!order || ordinal < 0 || !this.removed.get(map)?.has(token)) return map.items.length;
+    if (!order || ordinal < 0 || !this.removed.get(map)?.has(token)) return keys.length;
     this.removed.get(map)?.delete(token);
-    const after = map.items.findIndex((p) => {
-      const at = order.indexOf(keyToken(p.key) ?? '');
+    const after = keys.findIndex((key) => {
+      const at = order.indexOf(key);
       return at < 0 || at > ordinal;
     });
-    return after < 0 ? map.items.length : after;
+    return after < 0 ? keys.length : after;
   }
 }
 
@@ -124,7 +127,7 @@ function isNonEmptyCollection(value: unknown): boolean {
 }
 
 /** Creates the node for a value added by a patch: block style, never folded, no anchors. */
-function newNode(doc: Document, value: unknown): Node {
+export function newNode(doc: Document, value: unknown): Node {
   return doc.createNode(value, { aliasDuplicateObjects: false, flow: false }) as Node;
 }
 
@@ -133,7 +136,7 @@ function newNode(doc: Document, value: unknown): Node {
  * so that other aliases of the same anchor keep their value.
  */
 export function documentPatcher(doc: Document): DocumentPatcher {
-  const positions = new Positions();
+  const positions = new Positions<YAMLMap>((map) => map.items.map((p) => keyToken(p.key) ?? ''));
 
   const child = (parent: YAMLMap | YAMLSeq, token: string, op: PatchOp): unknown => {
     if (isMap(parent)) {

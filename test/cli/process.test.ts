@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { runInject } from '../../src/cli/inject.js';
 import { INJECT_HELP } from '../../src/cli/inject-flags.js';
 import { packageVersion } from '../../src/cli/package-info.js';
 import { DEFAULT_LINKERD_VERSION } from '../../src/engine/values.js';
@@ -61,6 +62,28 @@ describe('the command line, consistently across commands', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('writes an output of several megabytes through a pipe whole, and stops quietly when the pipe closes in it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-big-'));
+    try {
+      const one = readFileSync('test/fixtures/cli/in/deployment.yaml', 'utf8');
+      const big = join(dir, 'big.yaml');
+      writeFileSync(big, Array.from({ length: 600 }, () => one).join('\n---\n'));
+      const args = ['inject', '--manual', '--trust-anchors', 'test/fixtures/cli/trust-anchors.pem', big];
+      const piped = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { encoding: 'utf8', timeout: 60_000, maxBuffer: 1 << 28 });
+      const inProcess = await runInject(args.slice(1));
+      expect(piped.status, piped.stderr).toBe(0);
+      expect(inProcess.stdout.length).toBeGreaterThan(3 << 20);
+      expect(piped.stdout).toBe(inProcess.stdout);
+      expect(piped.stderr).toBe(inProcess.stderr);
+      const script = `${JSON.stringify(process.execPath)} --import tsx src/cli/main.ts ${args.map((a) => JSON.stringify(a)).join(' ')} 2>${JSON.stringify(join(dir, 'err'))} | head -1; echo "exit \${PIPESTATUS[0]}"`;
+      const closed = spawnSync('bash', ['-c', script], { encoding: 'utf8', timeout: 60_000 });
+      expect(closed.stdout).toMatch(/exit 0\n$/);
+      expect(readFileSync(join(dir, 'err'), 'utf8')).not.toMatch(/EPIPE|Unhandled|Warning|\n\s+at \S/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('turns a usage error of any command into exit status 2 with the command usage', () => {
     const result = cli(['serve', '--no-such-flag']);
