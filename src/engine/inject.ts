@@ -306,15 +306,6 @@ export function inject(request: InjectionRequest): InjectionResult {
   });
   const workloadConfiguration: Record<string, string> = {};
   for (const key of PROXY_ANNOTATIONS) if (key in ownAnnotations) workloadConfiguration[key] = ownAnnotations[key] ?? '';
-  const base = {
-    kind: located.kind,
-    name: located.name,
-    namespace,
-    reasons: decision.reasons,
-    annotationAt: decision.annotation.at,
-    workloadConfiguration,
-    udp: decision.udp,
-  };
 
   if (template && decision.reasons.length === 0) {
     const version = request.config.injectorVersion ?? values.linkerdVersion;
@@ -340,13 +331,41 @@ export function inject(request: InjectionRequest): InjectionResult {
       pendingAnnotations: pending,
       namespaceAnnotations: nsAnnotations,
     });
-    return { ...base, outcome: 'injected', patch: built.patch, added: built.added, proxy: built.mode, warnings: built.warnings, risks: built.risks };
+    // Each record is written out whole: spreading a shared part into it cost more than deciding to skip a pod.
+    return {
+      kind: located.kind,
+      name: located.name,
+      namespace,
+      reasons: decision.reasons,
+      annotationAt: decision.annotation.at,
+      workloadConfiguration,
+      udp: decision.udp,
+      outcome: 'injected',
+      patch: built.patch,
+      added: built.added,
+      proxy: built.mode,
+      warnings: built.warnings,
+      risks: built.risks,
+    };
   }
 
   const patch = origin === 'webhook' ? opaquePortsPatch(request.object, located.kind, nsAnnotations, values) : [];
   const added = nothingAdded();
   if (patch.length > 0) added.annotations[A.opaquePorts] = String(patch[patch.length - 1]?.value ?? '');
-  return { ...base, outcome: patch.length > 0 ? 'annotated' : 'skipped', patch, added, warnings: [], risks: [] };
+  return {
+    kind: located.kind,
+    name: located.name,
+    namespace,
+    reasons: decision.reasons,
+    annotationAt: decision.annotation.at,
+    workloadConfiguration,
+    udp: decision.udp,
+    outcome: patch.length > 0 ? 'annotated' : 'skipped',
+    patch,
+    added,
+    warnings: [],
+    risks: [],
+  };
 }
 
 /**
