@@ -65,6 +65,18 @@ function safeToAdmitUnevaluated(kind: string, object: Record<string, unknown>, n
   return injectAnnotationDecision('webhook', own, nsAnnotations).disabled;
 }
 
+/** The record of an evaluated admission; built field by field, since spreading an optional owner in cost more. */
+function handled(response: AdmissionResponse, result: InjectionResult, owner: Owner | undefined): HandledAdmission {
+  const out: HandledAdmission = { response, result };
+  if (owner) out.owner = owner;
+  return out;
+}
+
+/** Whether the annotations ask for the pod to be injected; other answers are cheaper to compute than to look up. */
+function worthCaching(kind: string, object: Record<string, unknown>, nsAnnotations: Record<string, string>): boolean {
+  return kind.toLowerCase() === 'pod' && !injectAnnotationDecision('webhook', ownAnnotations(object), nsAnnotations).disabled;
+}
+
 /**
  * Handles a CREATE of a Pod or Service as Linkerd's webhook does. A failure (configuration unreadable, no trust
  * anchors) denies only objects that ask for injection, with the reason; others are admitted unchanged, since they
@@ -79,10 +91,16 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
   let nsAnnotations: Record<string, string> = {};
   let owner: Owner | undefined;
   try {
-    nsAnnotations = (namespace ? await sources.namespaceAnnotations(namespace) : undefined) ?? {};
-    if (kind.toLowerCase() === 'pod' && sources.owner) owner = await sources.owner(request, object);
+    // Awaited only when they are promises: a cached answer needs no turn of the event loop.
+    const found = namespace ? sources.namespaceAnnotations(namespace) : undefined;
+    nsAnnotations = (found instanceof Promise ? await found : found) ?? {};
+    if (kind.toLowerCase() === 'pod' && sources.owner) {
+      const resolved = sources.owner(request, object);
+      owner = resolved instanceof Promise ? await resolved : resolved;
+    }
     const config = sources.config();
-    const key = sources.answers && answerKey(kind, namespace, object, nsAnnotations, owner);
+    // Only pods that will be injected are worth a key: deciding to skip a pod costs less than writing its key.
+    const key = sources.answers && worthCaching(kind, object, nsAnnotations) ? answerKey(kind, namespace, object, nsAnnotations, owner) : undefined;
     const cached = key !== undefined ? sources.answers?.get(config, key) : undefined;
     if (cached) {
       const result = { ...cached.result, name: locate(object, kind).name };
@@ -91,7 +109,7 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
         response.patchType = 'JSONPatch';
         response.patch = cached.patch;
       }
-      return { response, result, ...(owner && { owner }) };
+      return handled(response, result, owner);
     }
     const result = inject({
       object,
@@ -110,7 +128,7 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
       response.patch = Buffer.from(JSON.stringify(result.patch)).toString('base64');
     }
     if (key !== undefined) sources.answers?.set(config, key, { result, patch: response.patch, warnings });
-    return { response, result, ...(owner && { owner }) };
+    return handled(response, result, owner);
   } catch (err) {
     const own = (err as { code?: unknown })?.code;
     const code = isEngineError(err) ? err.code : typeof own === 'string' ? own : 'HANDLER_ERROR';

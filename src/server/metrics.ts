@@ -51,8 +51,17 @@ interface OpenLabels {
 /** The open labels of a label set beyond the cap: everything a client chooses is `other`. */
 const FOLDED: OpenLabels = { owner: OTHER, namespace: OTHER, values: CONFIG_LABELS.map(() => OTHER) };
 
+/** The configuration labels of a workload that sets none of the annotations (most workloads), and their key part. */
+const UNCONFIGURED: readonly string[] = CONFIG_LABELS.map(() => '');
+const UNCONFIGURED_KEY = UNCONFIGURED.join('\u0001');
+
 const labelKey = (open: OpenLabels, annotationAt: string): string =>
-  `${open.owner}\u0001${open.namespace}\u0001${annotationAt}\u0001${open.values.join('\u0001')}`;
+  `${open.owner}\u0001${open.namespace}\u0001${annotationAt}\u0001${open.values === UNCONFIGURED ? UNCONFIGURED_KEY : open.values.join('\u0001')}`;
+
+function isEmpty(map: Record<string, string>): boolean {
+  for (const _ in map) return false;
+  return true;
+}
 
 function labelSet(open: OpenLabels, annotationAt: string): Record<string, string> {
   const labels: Record<string, string> = { owner_kind: open.owner, namespace: open.namespace, annotation_at: annotationAt };
@@ -156,7 +165,7 @@ export class InjectorMetrics {
     }
     if (!result) return;
     const config = result.workloadConfiguration;
-    const values = names.PROXY_ANNOTATIONS.map((key) => this.configValues.value(key, config[key]));
+    const values = isEmpty(config) ? UNCONFIGURED : names.PROXY_ANNOTATIONS.map((key) => this.configValues.value(key, config[key]));
     const open: OpenLabels = { owner: handled.owner?.kind ?? '', namespace, values };
     const at = result.annotationAt;
     const requestKey = labelKey(open, at);
