@@ -12,7 +12,7 @@ import {
 } from './parsers.js';
 import { parsePortList } from './ports.js';
 import { ANNOTATION_DECODER, decodeEnvList, PULL_POLICIES } from './api-types.js';
-import { copyPlain, type EnvVar } from './k8s.js';
+import type { EnvVar } from './k8s.js';
 import { isCidr, type LinkerdValues, type ResourceValues } from './values.js';
 
 /** The namespace's proxy annotations that the workload does not carry itself (presence of the key, not its value). */
@@ -104,13 +104,43 @@ function isPortList(text: string): boolean {
 }
 
 /**
+ * A copy of the values in which every object the overrides below write into is the copy's own, and everything else
+ * is shared with the configuration, which nothing downstream writes into: a deep copy of the whole values for every
+ * pod was a tenth of an admission and most of its garbage. An override that writes somewhere new must be copied here;
+ * test/engine/overrides.test.ts applies every annotation to frozen values, so a missing copy fails there.
+ */
+function writableValues(values: LinkerdValues): LinkerdValues {
+  const proxy = values.proxy;
+  const resources = proxy.resources;
+  return {
+    ...values,
+    proxy: {
+      ...proxy,
+      image: own(proxy.image),
+      ports: own(proxy.ports),
+      metrics: own(proxy.metrics),
+      runtime: { ...proxy.runtime, workers: own(proxy.runtime?.workers) },
+      resources: { ...resources, cpu: own(resources.cpu), memory: own(resources.memory), 'ephemeral-storage': own(resources['ephemeral-storage']) },
+      tracing: proxy.tracing && { ...proxy.tracing, labels: own(proxy.tracing.labels) },
+    },
+    proxyInit: own(values.proxyInit),
+    debugContainer: { ...values.debugContainer, image: own(values.debugContainer?.image) },
+  };
+}
+
+/** A shallow copy of an object; anything else (null from a values file) as it is, as the deep copy kept it. */
+function own<T>(value: T): T {
+  return typeof value === 'object' && value !== null ? { ...value } : value;
+}
+
+/**
  * Applies every `config.linkerd.io/*` (and alpha/beta) override in force to a copy of the values. A value that does
  * not parse is ignored, as Linkerd ignores it, and reported in `warnings`. Values Linkerd would refuse to render
  * (an unknown header-logging mode, a close-wait timeout without a root init container) are ignored the same way
  * rather than failing pod creation.
  */
 export function applyOverrides(input: OverrideInput): Overridden {
-  const values = copyPlain(input.values);
+  const values = writableValues(input.values);
   const ann = input.annotations;
   const warnings: string[] = [];
   const proxy = values.proxy;

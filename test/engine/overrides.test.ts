@@ -13,7 +13,10 @@ import {
   type OverrideInput,
   type Overridden,
 } from '../../src/engine/overrides.js';
-import { defaultValues, type LinkerdValues } from '../../src/engine/values.js';
+import { inject } from '../../src/engine/inject.js';
+import { A } from '../../src/engine/names.js';
+import { defaultValues, withTrustAnchors, type LinkerdValues } from '../../src/engine/values.js';
+import { TRUST_ANCHORS } from '../support/engine.js';
 
 const C = 'config.linkerd.io/';
 const ALPHA = 'config.alpha.linkerd.io/';
@@ -1047,5 +1050,111 @@ describe('a proxy request larger than its limit', () => {
     expect(out.warnings).toEqual([]);
     expect(out.values.proxy.resources.memory).toEqual({ request: '1Gi', limit: '1024Mi' });
     expect(out.values.proxy.resources.cpu).toEqual({ request: '1000m', limit: '1' });
+  });
+});
+
+describe('the configuration the overrides start from', () => {
+  /** A valid value for every annotation the overrides read: a new annotation without one here fails the first test. */
+  const VALID: Record<string, string> = {
+    [A.adminPort]: '5191',
+    [A.controlPort]: '5190',
+    [A.enableDebugSidecar]: 'true',
+    [A.enableExternalProfiles]: 'true',
+    [A.imagePullPolicy]: 'Always',
+    [A.inboundPort]: '5143',
+    [A.outboundPort]: '5140',
+    [A.podInboundPorts]: '8080',
+    [A.proxyCpuLimit]: '2',
+    [A.proxyCpuRequest]: '500m',
+    [A.proxyImage]: 'registry.example/proxy',
+    [A.proxyAdminShutdown]: 'enabled',
+    [A.proxyLogFormat]: 'json',
+    [A.proxyLogLevel]: 'debug',
+    [A.proxyLogHttpHeaders]: 'insecure',
+    [A.proxyMemoryLimit]: '512Mi',
+    [A.proxyMemoryRequest]: '64Mi',
+    [A.proxyEphemeralStorageLimit]: '2Gi',
+    [A.proxyEphemeralStorageRequest]: '1Gi',
+    [A.proxyUid]: '3000',
+    [A.proxyGid]: '3000',
+    [A.proxyVersion]: 'v9.9.9',
+    [A.proxyRequireIdentityInboundPorts]: '8443',
+    [A.skipInboundPorts]: '9000-9010',
+    [A.opaquePorts]: '5432',
+    [A.skipOutboundPorts]: '3306',
+    [A.proxyMetricsHostnameLabels]: 'true',
+    [A.proxyOutboundConnectTimeout]: '2s',
+    [A.proxyInboundConnectTimeout]: '3s',
+    [A.proxyAwait]: 'disabled',
+    [A.defaultInboundPolicy]: 'deny',
+    [A.skipSubnets]: '10.9.0.0/16',
+    [A.accessLog]: 'json',
+    [A.shutdownGracePeriod]: '30s',
+    [A.proxyOutboundDiscoveryCacheUnusedTimeout]: '60s',
+    [A.proxyInboundDiscoveryCacheUnusedTimeout]: '90s',
+    [A.proxyDisableOutboundProtocolDetectTimeout]: 'true',
+    [A.proxyDisableInboundProtocolDetectTimeout]: 'true',
+    [A.proxyEnableNativeSidecar]: 'true',
+    [A.proxyAdditionalEnv]: '[{"name":"EXTRA","value":"1"}]',
+    [A.proxyCpuRatioLimit]: '0.5',
+    [A.enableGateway]: 'true',
+    [A.debugImage]: 'registry.example/debug',
+    [A.debugImageVersion]: 'v1',
+    [A.debugImagePullPolicy]: 'Never',
+    [A.closeWaitTimeout]: '10s',
+    [A.betaProxyEnableNativeSidecar]: 'true',
+    [A.alphaProxyWaitBeforeExitSeconds]: '5',
+    [A.alphaProxyEnableNativeSidecar]: 'true',
+    'resource.opentelemetry.io/team': 'shop',
+  };
+
+  /** Values in which every override has something to write: tracing on, and linkerd-init as root for close-wait. */
+  const configured = (): LinkerdValues =>
+    withValues((v) => {
+      v.proxyInit.runAsRoot = true;
+      const tracing = v.proxy.tracing as NonNullable<LinkerdValues['proxy']['tracing']>;
+      v.proxy.tracing = { ...tracing, enabled: true, collector: { endpoint: 'collector.tracing:4317', meshIdentity: { serviceAccountName: 'collector', namespace: 'tracing' } } };
+      v.proxy.additionalEnv = [{ name: 'BASE', value: 'x' }];
+    });
+
+  function deepFreeze<T>(value: T): T {
+    if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+      Object.freeze(value);
+      for (const child of Object.values(value)) deepFreeze(child);
+    }
+    return value;
+  }
+
+  it('has a value in this test for every annotation the overrides read', () => {
+    expect(Object.values(A).filter((key) => !(key in VALID))).toEqual([]);
+  });
+
+  it('is never written: every override applied to frozen values gives what it gives on values of its own', () => {
+    const input = (values: LinkerdValues): OverrideInput => ({
+      values,
+      annotations: VALID,
+      labels: { 'app.kubernetes.io/name': 'web' },
+      namedPorts: new Map(),
+      namespaceAdditionalEnv: '[{"name":"NS","value":"2"}]',
+    });
+    const frozen = deepFreeze(configured());
+    const out = applyOverrides(input(frozen));
+    expect(out).toEqual(applyOverrides(input(configured())));
+    expect(frozen).toEqual(configured());
+    // The overrides did take effect, so that a write into the frozen values would have thrown.
+    expect(out.warnings).toEqual([]);
+    expect(out.values.proxy.image.name).toBe('registry.example/proxy');
+    expect(out.values.proxy.tracing?.labels['team']).toBe('shop');
+    expect(out.values.proxyInit.closeWaitTimeoutSecs).toBe(10);
+  });
+
+  it('is never written by rendering either: a pod injected with a frozen configuration is the same pod', () => {
+    const object = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', annotations: { ...VALID, 'linkerd.io/inject': 'enabled' } }, spec: { containers: [{ name: 'app', image: 'app:1', ports: [{ containerPort: 8080, name: 'http' }] }] } };
+    const request = (values: LinkerdValues) => ({ object: structuredClone(object), namespace: 'shop', config: { values: withTrustAnchors(values, TRUST_ANCHORS), controlPlaneNamespace: 'linkerd' } });
+    const frozenConfig = request(configured());
+    deepFreeze(frozenConfig.config);
+    const result = inject(frozenConfig);
+    expect(result.outcome).toBe('injected');
+    expect(result).toEqual(inject(request(configured())));
   });
 });
