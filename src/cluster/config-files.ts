@@ -1,7 +1,7 @@
 /** The Linkerd configuration from files (a values YAML and a trust-anchors PEM), re-read when they change. */
 import { readFileSync, statSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { defaultValues, loadValues, withTrustAnchors, type InjectorConfig, type LinkerdValues } from '../engine/index.js';
+import { defaultValues, loadValues, prepareConfig, withTrustAnchors, type InjectorConfig, type LinkerdValues } from '../engine/index.js';
 
 export interface ConfigSource {
   /** The configuration in force. Throws an Error saying why when none has ever loaded. */
@@ -39,7 +39,8 @@ export class ConfigHolder {
     const first = this.config === undefined;
     try {
       const values = build();
-      this.config = { values, controlPlaneNamespace: this.controlPlaneNamespace };
+      // Checked and hashed once here, not for every pod.
+      this.config = prepareConfig({ values, controlPlaneNamespace: this.controlPlaneNamespace });
       this.logger.info(
         { source, cniEnabled: values.cniEnabled, nativeSidecar: values.proxy.nativeSidecar },
         first ? 'loaded Linkerd configuration' : 'reloaded Linkerd configuration',

@@ -75,6 +75,8 @@ export interface PodPatchInput {
   pendingAnnotations: Record<string, string>;
   /** The namespace's annotations, for the namespace layer of `proxy-additional-env`. */
   namespaceAnnotations?: Record<string, string>;
+  /** What `prepareConfig` worked out for these values; used only when it was worked out for this very object. */
+  prepared?: PreparedConfig;
 }
 
 export interface PodPatch {
@@ -120,7 +122,8 @@ export function podPatch(input: PodPatchInput): PodPatch {
       'no identity trust anchors are configured (the ca-bundle.crt of ConfigMap linkerd-identity-trust-roots)',
     );
   }
-  checkValues(input.values);
+  const prepared = input.prepared?.values === input.values ? input.prepared : undefined;
+  if (!prepared) checkValues(input.values);
   const metadata = isObject(template.metadata) ? template.metadata : undefined;
   const ownAnnotations = stringMap(metadata?.annotations);
   const ownLabels = stringMap(metadata?.labels);
@@ -151,7 +154,8 @@ export function podPatch(input: PodPatchInput): PodPatch {
   const annotations: Record<string, string> = {
     ...input.pendingAnnotations,
     [PROXY_VERSION_ANNOTATION]: proxy.image.version || values.linkerdVersion,
-    [TRUST_ROOT_SHA256_ANNOTATION]: trustRootSha256(values.identityTrustAnchorsPEM),
+    [TRUST_ROOT_SHA256_ANNOTATION]:
+      prepared?.trustRootPEM === values.identityTrustAnchorsPEM ? prepared.trustRootSha256 : trustRootSha256(values.identityTrustAnchorsPEM),
   };
 
   const ops: AddOperation[] = [];
@@ -236,6 +240,28 @@ export interface InjectorConfig {
   controlPlaneNamespace: string;
   /** Version in `linkerd.io/created-by`; defaults to the configured `linkerdVersion`, as Linkerd's injector writes it. */
   injectorVersion?: string;
+  /** What depends on the configuration alone, worked out once by `prepareConfig` instead of for every pod. */
+  prepared?: PreparedConfig;
+}
+
+/** Work that depends only on the values: the checks they passed and the trust anchors' hash. */
+export interface PreparedConfig {
+  /** The values this was worked out for; anything else (a copy, other values) is checked and hashed afresh. */
+  values: LinkerdValues;
+  trustRootPEM: string;
+  trustRootSha256: string;
+}
+
+/**
+ * The configuration with the work that depends on it alone done once, for a server that injects many pods with the
+ * same configuration: the values' checks (throws `INVALID_VALUES` as injecting would) and the trust anchors' hash.
+ * The values must not be changed afterwards; the engine keeps nothing itself, the returned object carries it.
+ */
+export function prepareConfig(config: InjectorConfig): InjectorConfig {
+  const values = config.values;
+  checkValues(values);
+  const pem = values.identityTrustAnchorsPEM;
+  return { ...config, prepared: { values, trustRootPEM: pem, trustRootSha256: trustRootSha256(pem) } };
 }
 
 export interface InjectionRequest {
@@ -330,6 +356,7 @@ export function inject(request: InjectionRequest): InjectionResult {
       workloadNamespace: namespace,
       pendingAnnotations: pending,
       namespaceAnnotations: nsAnnotations,
+      prepared: request.config.prepared,
     });
     // Each record is written out whole: spreading a shared part into it cost more than deciding to skip a pod.
     return {
