@@ -4,14 +4,13 @@ import {
   injectAnnotationDecision,
   isEngineError,
   locate,
-  type InjectionResult,
   type InjectorConfig,
   riskWarning,
   type Owner,
 } from '../engine/index.js';
 import { INJECT_ANNOTATION } from '../engine/names.js';
 import { stringMap } from '../engine/workload.js';
-import { answerKey, type AnswerCache } from './answer-cache.js';
+import { answerKey, recordOf, type AdmissionRecord, type AnswerCache } from './answer-cache.js';
 import { boundedWarnings } from './review.js';
 import type { AdmissionRequest, AdmissionResponse } from './types.js';
 
@@ -31,8 +30,8 @@ export interface AdmissionSources {
 
 export interface HandledAdmission {
   response: AdmissionResponse;
-  /** The engine's record; absent when the request was refused before or by a failure. */
-  result?: InjectionResult;
+  /** The engine's record (without the patch when it was answered from the cache); absent when the request was refused before or by a failure. */
+  result?: AdmissionRecord;
   /** The owner resolved for a pod, for metrics and events. */
   owner?: Owner;
   /** Set when handling failed: a stable code and the reason given to the API server. */
@@ -66,7 +65,7 @@ function safeToAdmitUnevaluated(kind: string, object: Record<string, unknown>, n
 }
 
 /** The record of an evaluated admission; built field by field, since spreading an optional owner in cost more. */
-function handled(response: AdmissionResponse, result: InjectionResult, owner: Owner | undefined): HandledAdmission {
+function handled(response: AdmissionResponse, result: AdmissionRecord, owner: Owner | undefined): HandledAdmission {
   const out: HandledAdmission = { response, result };
   if (owner) out.owner = owner;
   return out;
@@ -127,7 +126,7 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
       response.patchType = 'JSONPatch';
       response.patch = Buffer.from(JSON.stringify(result.patch)).toString('base64');
     }
-    if (key !== undefined) sources.answers?.set(config, key, { result, patch: response.patch, warnings });
+    if (key !== undefined) sources.answers?.set(config, key, { result: recordOf(result), patch: response.patch, warnings });
     return handled(response, result, owner);
   } catch (err) {
     const own = (err as { code?: unknown })?.code;

@@ -10,6 +10,7 @@ export function configLabel(annotation: string): string {
 }
 
 const CONFIG_LABELS = names.PROXY_ANNOTATIONS.map(configLabel);
+const CONFIG_INDEX = new Map(names.PROXY_ANNOTATIONS.map((key, i) => [key, i]));
 
 /** Why a request was refused before it reached the engine; the `reason` label of the refusals counter. */
 export type RefusalReason =
@@ -165,7 +166,7 @@ export class InjectorMetrics {
     }
     if (!result) return;
     const config = result.workloadConfiguration;
-    const values = isEmpty(config) ? UNCONFIGURED : names.PROXY_ANNOTATIONS.map((key) => this.configValues.value(key, config[key]));
+    const values = isEmpty(config) ? UNCONFIGURED : this.configuredValues(config);
     const open: OpenLabels = { owner: handled.owner?.kind ?? '', namespace, values };
     const at = result.annotationAt;
     const requestKey = labelKey(open, at);
@@ -178,6 +179,16 @@ export class InjectorMetrics {
     const prefix = `${skip.skip}\u0001${skip.skip_reason}\u0001`;
     const response = this.responseSets.admit(prefix + requestKey) ? open : FOLDED;
     this.pendingResponses.add(prefix + (response === open ? requestKey : labelKey(FOLDED, at)), () => ({ ...labelSet(response, at), ...skip }));
+  }
+
+  /** The configuration labels' values: the few annotations a workload sets, the rest unset. */
+  private configuredValues(config: Record<string, string>): string[] {
+    const values = UNCONFIGURED.slice();
+    for (const key in config) {
+      const at = CONFIG_INDEX.get(key);
+      if (at !== undefined) values[at] = this.configValues.value(key, config[key]);
+    }
+    return values;
   }
 
   /** Counts a request refused before evaluation (400, 404, 408, 413, 415). */
