@@ -7,7 +7,6 @@ import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { basename, join, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import { generate } from 'selfsigned';
 
 /** Minimal pino-compatible logger so this module does not depend on the logger's construction. */
 export interface TlsLogger {
@@ -319,6 +318,8 @@ export async function ensureCertificates(dir: string, dnsNames: string[], logger
   const now = Date.now();
   const notBeforeDate = new Date(now - CLOCK_SKEW_MS);
 
+  // Loaded only to generate: it takes a third of a second, and a provided or reused pair does not need it.
+  const { generate } = await import('selfsigned');
   let ca = reusableCa(dir, logger);
   const caGenerated = ca === undefined;
   if (ca === undefined) {
