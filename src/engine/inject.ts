@@ -332,6 +332,15 @@ export function inject(request: InjectionRequest): InjectionResult {
   });
   const workloadConfiguration: Record<string, string> = {};
   for (const key of PROXY_ANNOTATIONS) if (key in ownAnnotations) workloadConfiguration[key] = ownAnnotations[key] ?? '';
+  const common: Common = {
+    kind: located.kind,
+    name: located.name,
+    namespace,
+    reasons: decision.reasons,
+    annotationAt: decision.annotation.at,
+    workloadConfiguration,
+    udp: decision.udp,
+  };
 
   if (template && decision.reasons.length === 0) {
     const version = request.config.injectorVersion ?? values.linkerdVersion;
@@ -358,40 +367,45 @@ export function inject(request: InjectionRequest): InjectionResult {
       namespaceAnnotations: nsAnnotations,
       prepared: request.config.prepared,
     });
-    // Each record is written out whole: spreading a shared part into it cost more than deciding to skip a pod.
-    return {
-      kind: located.kind,
-      name: located.name,
-      namespace,
-      reasons: decision.reasons,
-      annotationAt: decision.annotation.at,
-      workloadConfiguration,
-      udp: decision.udp,
-      outcome: 'injected',
-      patch: built.patch,
-      added: built.added,
-      proxy: built.mode,
-      warnings: built.warnings,
-      risks: built.risks,
-    };
+    return record(common, 'injected', built.patch, built.added, built.mode, built.warnings, built.risks);
   }
 
   const patch = origin === 'webhook' ? opaquePortsPatch(request.object, located.kind, nsAnnotations, values) : [];
   const added = nothingAdded();
   if (patch.length > 0) added.annotations[A.opaquePorts] = String(patch[patch.length - 1]?.value ?? '');
+  return record(common, patch.length > 0 ? 'annotated' : 'skipped', patch, added, undefined, [], []);
+}
+
+/** What every record says, whatever the outcome. */
+type Common = Pick<InjectionResult, 'kind' | 'name' | 'namespace' | 'reasons' | 'annotationAt' | 'workloadConfiguration' | 'udp'>;
+
+/**
+ * The record, written out field by field: spreading the common part into each outcome's record cost more than
+ * deciding to skip a pod. `proxy` is undefined unless the proxy was injected.
+ */
+function record(
+  common: Common,
+  outcome: Outcome,
+  patch: AddOperation[],
+  added: Added,
+  proxy: ProxyMode | undefined,
+  warnings: string[],
+  risks: StartupRisk[],
+): InjectionResult {
   return {
-    kind: located.kind,
-    name: located.name,
-    namespace,
-    reasons: decision.reasons,
-    annotationAt: decision.annotation.at,
-    workloadConfiguration,
-    udp: decision.udp,
-    outcome: patch.length > 0 ? 'annotated' : 'skipped',
+    kind: common.kind,
+    name: common.name,
+    namespace: common.namespace,
+    reasons: common.reasons,
+    annotationAt: common.annotationAt,
+    workloadConfiguration: common.workloadConfiguration,
+    udp: common.udp,
+    outcome,
     patch,
     added,
-    warnings: [],
-    risks: [],
+    proxy,
+    warnings,
+    risks,
   };
 }
 
