@@ -2,11 +2,13 @@
  * `npm run bench:server`: the webhook against its floor, in one run, with the same load.
  *
  * For each request mix (bench/reviews.mjs), the floor (bench/floor-server.mjs: same fastify, TLS and body parsing,
- * answering with the injector's answers computed beforehand) and then `proxy-injector serve` (dist/, --no-cluster,
- * info logging to /dev/null) are started in turn, each pinned to CPU 0, warmed up, and loaded from CPU 1 by autocannon
- * with the same keep-alive connections and duration. Every response is checked against the answer the engine gives
- * in this process for that request (allowed, patch, warnings): a run with a single wrong or failed response is not
- * reported. CPU per admission is read from /proc (utime + stime of the server process).
+ * answering with the injector's answers computed beforehand) and `proxy-injector serve` (dist/, --no-cluster, info
+ * logging to a pipe that is drained) are started, both pinned to CPU 0, warmed up, and loaded in turn from CPU 1 by
+ * autocannon with the same keep-alive connections, in alternating rounds of about two seconds (BENCH_SECONDS per
+ * server in all): a machine whose load changes during the run then weighs on both alike. Figures are the median over
+ * rounds; the ratios are the median of each round's ratio. Every response is checked against the answer the engine
+ * gives in this process for that request (allowed, patch, warnings): a run with a single wrong or failed response is
+ * not reported. CPU per admission is read from /proc (utime + stime of the server process).
  *
  * Then, in this process, the time per admission (engine, patch JSON and base64, response JSON) for pods of 1, 10 and
  * 40 containers with 1, 100 and 1,000 annotations, to show how cost grows with the pod.
@@ -133,27 +135,71 @@ async function load(url, bodies, expected, duration) {
   return { result, failures, wrong };
 }
 
-async function measure(name, server, url, bodies, expected) {
-  await load(url, bodies, expected, check ? 0.5 : 2); // warm-up, not counted
+/** Seconds per round: long enough for autocannon's figures, short enough that the two servers see the same load. */
+const ROUND_SECONDS = 2;
+const median = (xs) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+/** One round of load on one server: its figures, with the CPU it used. */
+async function round(name, server, url, bodies, expected, duration) {
   const cpuBefore = cpuSecondsOf(server.child.pid);
-  const { result, failures, wrong } = await load(url, bodies, expected, seconds);
+  const { result, failures, wrong } = await load(url, bodies, expected, duration);
   const cpu = cpuSecondsOf(server.child.pid) - cpuBefore;
-  const rss = rssMiB(server.child.pid);
   if (failures > 0) {
     console.error(`bench: ${name}: ${failures} failed or wrong responses (non-2xx ${result.non2xx}, errors ${result.errors}, mismatches ${result.mismatches}); first: ${wrong.join('\n')}`);
     process.exitCode = 1;
   }
-  const total = result.requests.total;
   return {
-    requestsPerSecond: Math.round(result.requests.average),
-    requests: total,
+    requestsPerSecond: result.requests.total / duration,
+    requests: result.requests.total,
     failures,
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     maxMs: result.latency.max,
-    cpuMicrosPerAdmission: Math.round((cpu / total) * 1e6),
-    rssMiB: Math.round(rss),
+    cpuMicrosPerAdmission: (cpu / result.requests.total) * 1e6,
+  };
+}
+
+function summary(rounds, server) {
+  return {
+    requestsPerSecond: Math.round(median(rounds.map((r) => r.requestsPerSecond))),
+    requests: rounds.reduce((n, r) => n + r.requests, 0),
+    failures: rounds.reduce((n, r) => n + r.failures, 0),
+    p50Ms: median(rounds.map((r) => r.p50Ms)),
+    p99Ms: median(rounds.map((r) => r.p99Ms)),
+    maxMs: Math.max(...rounds.map((r) => r.maxMs)),
+    cpuMicrosPerAdmission: Math.round(median(rounds.map((r) => r.cpuMicrosPerAdmission))),
+    rssMiB: Math.round(rssMiB(server.child.pid)),
     readyMs: Math.round(server.readyMs),
+  };
+}
+
+/** Both servers, warmed up, then loaded in alternating rounds (which goes first alternates too). */
+async function compare(mix, servers, bodies, expected) {
+  for (const s of servers) await load(s.url, bodies, expected, check ? 0.5 : 2); // warm-up, not counted
+  const count = check ? 1 : Math.max(1, Math.round(seconds / ROUND_SECONDS));
+  const rounds = { floor: [], injector: [] };
+  for (let i = 0; i < count; i++) {
+    for (const s of i % 2 === 0 ? servers : [...servers].reverse()) {
+      rounds[s.who].push(await round(`${mix} ${s.who}`, s, s.url, bodies, expected, seconds / count));
+    }
+  }
+  const ratios = rounds.injector.map((inj, i) => ({
+    requestsPerSecond: inj.requestsPerSecond / rounds.floor[i].requestsPerSecond,
+    cpuPerAdmission: rounds.floor[i].cpuMicrosPerAdmission / inj.cpuMicrosPerAdmission,
+  }));
+  const [floor, injector] = servers;
+  return {
+    floor: summary(rounds.floor, floor),
+    injector: summary(rounds.injector, injector),
+    rounds: count,
+    ratio: {
+      requestsPerSecond: Number(median(ratios.map((r) => r.requestsPerSecond)).toFixed(2)),
+      cpuPerAdmission: Number(median(ratios.map((r) => r.cpuPerAdmission)).toFixed(2)),
+    },
   };
 }
 
@@ -178,24 +224,20 @@ for (const mix of mixes) {
 
   const floorPort = await freePort();
   const floor = await start([join(root, 'bench', 'floor-server.mjs'), tlsDir, answersPath, String(floorPort)], 'listening');
-  const floorFigures = await measure(`${mix} floor`, floor, `https://127.0.0.1:${floorPort}/`, bodies, expected);
-  await stop(floor.child);
-
   const port = await freePort();
   const injector = await start(
     [join(root, 'dist', 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'],
     'proxy-injector listening',
   );
-  const injectorFigures = await measure(`${mix} injector`, injector, `https://127.0.0.1:${port}/`, bodies, expected);
+  const compared = await compare(mix, [
+    { ...floor, who: 'floor', url: `https://127.0.0.1:${floorPort}/` },
+    { ...injector, who: 'injector', url: `https://127.0.0.1:${port}/` },
+  ], bodies, expected);
+  await stop(floor.child);
   await stop(injector.child);
-  figures.mixes[mix] = {
-    floor: floorFigures,
-    injector: injectorFigures,
-    ratio: {
-      requestsPerSecond: Number((injectorFigures.requestsPerSecond / floorFigures.requestsPerSecond).toFixed(2)),
-      cpuPerAdmission: Number((floorFigures.cpuMicrosPerAdmission / injectorFigures.cpuMicrosPerAdmission).toFixed(2)),
-    },
-  };
+  figures.mixes[mix] = compared;
+  const floorFigures = compared.floor;
+  const injectorFigures = compared.injector;
   const answeredBy = (f) => `${f.requests} requests, ${f.failures} failed`;
   console.error(`bench: ${mix}: floor ${answeredBy(floorFigures)}; injector ${answeredBy(injectorFigures)}`);
 }
@@ -229,7 +271,7 @@ for (const containers of [1, 10, 40]) {
 }
 figures.series = series;
 
-console.log(`webhook vs floor: node ${process.version}, ${seconds}s per server, ${connections} keep-alive connections, ${requestsPerMix} distinct requests per mix, servers pinned to one core: ${canPin ? 'yes' : 'no'}`);
+console.log(`webhook vs floor: node ${process.version}, ${seconds}s per server in alternating rounds, ${connections} keep-alive connections, ${requestsPerMix} distinct requests per mix, servers pinned to one core: ${canPin ? 'yes' : 'no'}`);
 console.log('| mix | server | req/s | p50 ms | p99 ms | max ms | CPU µs/admission | RSS MiB | injector/floor req/s | floor/injector CPU |');
 console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const [mix, m] of Object.entries(figures.mixes)) {

@@ -8,9 +8,22 @@
  */
 import type { InjectionResult, InjectorConfig, Owner } from '../engine/index.js';
 
+/**
+ * The engine's record without its patch: what metrics, events and logs read. The patch itself is in the response, as
+ * base64; keeping its objects too made every cached answer a hundred kilobytes that the garbage collector had to move
+ * out of the young generation, which cost more than computing the answer.
+ */
+export type AdmissionRecord = InjectionResult extends infer R ? (R extends unknown ? Omit<R, 'patch'> : never) : never;
+
+/** The record without its patch, for keeping. */
+export function recordOf(result: InjectionResult): AdmissionRecord {
+  const { patch: _patch, ...record } = result;
+  return record;
+}
+
 export interface CachedAnswer {
   /** The engine's record for the first object seen with this key; its `name` is that object's. */
-  result: InjectionResult;
+  result: AdmissionRecord;
   /** Base64 of the patch, when there is one. */
   patch: string | undefined;
   warnings: string[] | undefined;

@@ -7,11 +7,10 @@ import {
   names,
   riskWarning,
   stringMap,
-  type InjectionResult,
   type InjectorConfig,
   type Owner,
 } from '../engine/index.js';
-import { answerKey, type AnswerCache } from './answer-cache.js';
+import { answerKey, recordOf, type AdmissionRecord, type AnswerCache } from './answer-cache.js';
 import { failureOf, type AdmissionFailure } from './failures.js';
 import { allowed, boundedWarnings, denied, patched } from './review.js';
 import type { AdmissionRequest, AdmissionResponse } from './types.js';
@@ -34,8 +33,8 @@ export interface AdmissionSources {
 export type HandledAdmission =
   /** Not a CREATE, or nothing to look at: admitted unchanged without asking the engine. */
   | { kind: 'ignored'; response: AdmissionResponse }
-  /** The engine's record, and the owner resolved for a pod. */
-  | { kind: 'evaluated'; response: AdmissionResponse; result: InjectionResult; owner?: Owner }
+  /** The engine's record (without the patch when the answer came from the cache), and the owner resolved for a pod. */
+  | { kind: 'evaluated'; response: AdmissionResponse; result: AdmissionRecord; owner?: Owner }
   /** The object could not be evaluated: admitted unchanged when that is safe, denied with the reason otherwise. */
   | { kind: 'failed'; response: AdmissionResponse; failure: AdmissionFailure; owner?: Owner };
 
@@ -57,6 +56,18 @@ function safeToAdmitUnevaluated(kind: string, object: Record<string, unknown>, n
   return injectAnnotationDecision('webhook', own, nsAnnotations).disabled;
 }
 
+/** The record of an evaluated admission; built field by field, since spreading an optional owner in cost more. */
+function evaluated(response: AdmissionResponse, result: AdmissionRecord, owner: Owner | undefined): HandledAdmission {
+  const out: HandledAdmission = { kind: 'evaluated', response, result };
+  if (owner) out.owner = owner;
+  return out;
+}
+
+/** Whether the annotations ask for the pod to be injected; other answers are cheaper to compute than to look up. */
+function worthCaching(kind: string, object: Record<string, unknown>, nsAnnotations: Record<string, string>): boolean {
+  return kind.toLowerCase() === 'pod' && !injectAnnotationDecision('webhook', ownAnnotations(object), nsAnnotations).disabled;
+}
+
 /**
  * Handles a CREATE of a Pod or Service as Linkerd's webhook does. A failure (configuration unreadable, no trust
  * anchors) denies only objects that ask for injection, with the reason; others are admitted unchanged, since they
@@ -71,15 +82,21 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
   let nsAnnotations: Record<string, string> = {};
   let owner: Owner | undefined;
   try {
-    nsAnnotations = (namespace ? await sources.namespaceAnnotations(namespace) : undefined) ?? {};
-    if (kind.toLowerCase() === 'pod' && sources.owner) owner = await sources.owner(request, object);
+    // Awaited only when they are promises: a cached answer needs no turn of the event loop.
+    const found = namespace ? sources.namespaceAnnotations(namespace) : undefined;
+    nsAnnotations = (found instanceof Promise ? await found : found) ?? {};
+    if (kind.toLowerCase() === 'pod' && sources.owner) {
+      const resolved = sources.owner(request, object);
+      owner = resolved instanceof Promise ? await resolved : resolved;
+    }
     const config = sources.config();
-    const key = sources.answers && answerKey(kind, namespace, object, nsAnnotations, owner);
+    // Only pods that will be injected are worth a key: deciding to skip a pod costs less than writing its key.
+    const key = sources.answers && worthCaching(kind, object, nsAnnotations) ? answerKey(kind, namespace, object, nsAnnotations, owner) : undefined;
     const cached = key !== undefined ? sources.answers?.get(config, key) : undefined;
     if (cached) {
       const result = { ...cached.result, name: locate(object, kind).name };
       const response = cached.patch !== undefined ? patched(uid, cached.patch, cached.warnings) : allowed(uid, cached.warnings);
-      return { kind: 'evaluated', response, result, ...(owner && { owner }) };
+      return evaluated(response, result, owner);
     }
     const result = inject({
       object,
@@ -94,8 +111,8 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
     const warnings = boundedWarnings([...result.warnings, ...result.risks.map(riskWarning)]);
     const patch = result.patch.length > 0 ? Buffer.from(JSON.stringify(result.patch)).toString('base64') : undefined;
     const response = patch !== undefined ? patched(uid, patch, warnings) : allowed(uid, warnings);
-    if (key !== undefined) sources.answers?.set(config, key, { result, patch, warnings });
-    return { kind: 'evaluated', response, result, ...(owner && { owner }) };
+    if (key !== undefined) sources.answers?.set(config, key, { result: recordOf(result), patch, warnings });
+    return evaluated(response, result, owner);
   } catch (err) {
     const failure = failureOf(err);
     if (safeToAdmitUnevaluated(kind, object, nsAnnotations, failure)) {

@@ -179,8 +179,8 @@ export async function runServe(argv: string[]): Promise<number> {
 
   const logger = createLogger({ level, format });
   const metrics = new InjectorMetrics();
-  const cluster = opts['no-cluster'] ? undefined : connectToCluster(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {});
-  const context = createContext({
+  const cluster = opts['no-cluster'] ? undefined : await connectToCluster(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {});
+  const context = await createContext({
     cluster,
     controlPlaneNamespace: opts['linkerd-namespace'],
     ...(opts.values && { valuesPath: opts.values }),

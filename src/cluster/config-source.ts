@@ -1,7 +1,7 @@
 /** Where the Linkerd configuration comes from, and the holder that keeps the last good one whatever the source. */
 import type { Logger } from 'pino';
 import { SourceUnavailableError } from '../admission/index.js';
-import type { InjectorConfig, LinkerdValues } from '../engine/index.js';
+import { prepareConfig, type InjectorConfig, type LinkerdValues } from '../engine/index.js';
 
 export interface ConfigSource {
   /** The configuration in force. Throws a SourceUnavailableError (CONFIG_NOT_LOADED) saying why when none has loaded. */
@@ -39,7 +39,8 @@ export class ConfigHolder {
     const first = this.config === undefined;
     try {
       const values = build();
-      this.config = { values, controlPlaneNamespace: this.controlPlaneNamespace };
+      // Checked and hashed once here, not for every pod.
+      this.config = prepareConfig({ values, controlPlaneNamespace: this.controlPlaneNamespace });
       this.logger.info(
         { source, cniEnabled: values.cniEnabled, nativeSidecar: values.proxy.nativeSidecar },
         first ? 'loaded Linkerd configuration' : 'reloaded Linkerd configuration',

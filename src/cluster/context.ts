@@ -4,11 +4,10 @@ import type { Logger } from 'pino';
 import type { AdmissionRequest, AdmissionSources, HandledAdmission } from '../admission/index.js';
 import { FileConfigSource } from './config-files.js';
 import type { ConfigSource } from './config-source.js';
-import { apiEventSink, EventRecorder, type PendingEvent } from './events.js';
+import type { PendingEvent } from './events.js';
 import type { ClusterConnection } from './kubeconfig.js';
-import { ApiConfigSource } from './linkerd-config.js';
-import { NamespaceCache } from './namespaces.js';
-import { apiOwnerLookup, OwnerResolver, type ResolvedOwner } from './owners.js';
+import type { ApiConfigSource } from './linkerd-config.js';
+import type { ResolvedOwner } from './owners.js';
 
 /** Where Linkerd's own injector finds the two ConfigMaps when they are mounted. */
 export const LINKERD_VALUES_PATH = '/var/run/linkerd/config/values';
@@ -88,7 +87,7 @@ const configNotLoaded = (config: ConfigSource): string[] => (config.loaded ? [] 
  * Chooses the configuration source: files given on the command line, else Linkerd's mounted ConfigMaps, else (with a
  * cluster) the ConfigMaps watched through the API, else the embedded defaults.
  */
-export function createContext(options: ContextOptions): InjectorContext {
+export async function createContext(options: ContextOptions): Promise<InjectorContext> {
   const { cluster, logger, metrics } = options;
   const paths = options.linkerdPaths ?? { values: LINKERD_VALUES_PATH, trustRoots: LINKERD_TRUST_ROOTS_PATH };
   const onReload = (applied: boolean): void => {
@@ -108,6 +107,7 @@ export function createContext(options: ContextOptions): InjectorContext {
       onReload,
     });
   } else {
+    const { ApiConfigSource } = await import('./linkerd-config.js');
     apiConfig = new ApiConfigSource({
       kubeConfig: cluster.kubeConfig,
       controlPlaneNamespace: options.controlPlaneNamespace,
@@ -130,6 +130,12 @@ export function createContext(options: ContextOptions): InjectorContext {
   }
 
   logger.info({ source: cluster.source, server: cluster.server }, 'using Kubernetes cluster');
+  // The modules that talk to the API load the Kubernetes client, which a process without a cluster never needs.
+  const [{ apiEventSink, EventRecorder }, { NamespaceCache }, { apiOwnerLookup, OwnerResolver }] = await Promise.all([
+    import('./events.js'),
+    import('./namespaces.js'),
+    import('./owners.js'),
+  ]);
   const namespaces = new NamespaceCache({
     kubeConfig: cluster.kubeConfig,
     logger,

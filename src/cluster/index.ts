@@ -11,5 +11,4 @@ export {
 } from './context.js';
 export { connectToCluster, type ClusterConnection } from './kubeconfig.js';
 export { FileConfigSource, type FileConfigOptions } from './config-files.js';
-export { ApiConfigSource } from './linkerd-config.js';
 export type { ConfigSource } from './config-source.js';

@@ -1,5 +1,5 @@
 /** The injection engine: pure functions from an object and the Linkerd configuration to a decision and a patch. */
-export { inject, podPatch, opaquePortsPatch, trustRootSha256 } from './inject.js';
+export { inject, podPatch, opaquePortsPatch, prepareConfig, trustRootSha256 } from './inject.js';
 export type {
   Added,
   InjectionRequest,
@@ -9,6 +9,7 @@ export type {
   Owner,
   PodPatch,
   PodPatchInput,
+  PreparedConfig,
   ProxyMode,
 } from './inject.js';
 export { SKIP_REASON_TEXT, injectAnnotationDecision, hasExistingSidecar } from './decision.js';

@@ -75,6 +75,8 @@ export interface PodPatchInput {
   pendingAnnotations: Record<string, string>;
   /** The namespace's annotations, for the namespace layer of `proxy-additional-env`. */
   namespaceAnnotations?: Record<string, string>;
+  /** What `prepareConfig` worked out for these values; used only when it was worked out for this very object. */
+  prepared?: PreparedConfig | undefined;
 }
 
 export interface PodPatch {
@@ -120,7 +122,8 @@ export function podPatch(input: PodPatchInput): PodPatch {
       'no identity trust anchors are configured (the ca-bundle.crt of ConfigMap linkerd-identity-trust-roots)',
     );
   }
-  checkValues(input.values);
+  const prepared = input.prepared?.values === input.values ? input.prepared : undefined;
+  if (!prepared) checkValues(input.values);
   const metadata = isObject(template.metadata) ? template.metadata : undefined;
   const ownAnnotations = stringMap(metadata?.annotations);
   const ownLabels = stringMap(metadata?.labels);
@@ -151,7 +154,8 @@ export function podPatch(input: PodPatchInput): PodPatch {
   const annotations: Record<string, string> = {
     ...input.pendingAnnotations,
     [PROXY_VERSION_ANNOTATION]: proxy.image.version || values.linkerdVersion,
-    [TRUST_ROOT_SHA256_ANNOTATION]: trustRootSha256(values.identityTrustAnchorsPEM),
+    [TRUST_ROOT_SHA256_ANNOTATION]:
+      prepared?.trustRootPEM === values.identityTrustAnchorsPEM ? prepared.trustRootSha256 : trustRootSha256(values.identityTrustAnchorsPEM),
   };
 
   const ops: AddOperation[] = [];
@@ -236,6 +240,28 @@ export interface InjectorConfig {
   controlPlaneNamespace: string;
   /** Version in `linkerd.io/created-by`; defaults to the configured `linkerdVersion`, as Linkerd's injector writes it. */
   injectorVersion?: string;
+  /** What depends on the configuration alone, worked out once by `prepareConfig` instead of for every pod. */
+  prepared?: PreparedConfig;
+}
+
+/** Work that depends only on the values: the checks they passed and the trust anchors' hash. */
+export interface PreparedConfig {
+  /** The values this was worked out for; anything else (a copy, other values) is checked and hashed afresh. */
+  values: LinkerdValues;
+  trustRootPEM: string;
+  trustRootSha256: string;
+}
+
+/**
+ * The configuration with the work that depends on it alone done once, for a server that injects many pods with the
+ * same configuration: the values' checks (throws `INVALID_VALUES` as injecting would) and the trust anchors' hash.
+ * The values must not be changed afterwards; the engine keeps nothing itself, the returned object carries it.
+ */
+export function prepareConfig(config: InjectorConfig): InjectorConfig {
+  const values = config.values;
+  checkValues(values);
+  const pem = values.identityTrustAnchorsPEM;
+  return { ...config, prepared: { values, trustRootPEM: pem, trustRootSha256: trustRootSha256(pem) } };
 }
 
 export interface InjectionRequest {
@@ -255,20 +281,26 @@ export interface InjectionRequest {
 
 export type Outcome = 'injected' | 'annotated' | 'skipped';
 
-/** One record per call, read by the webhook, the CLI, metrics, events and logs alike. */
-export interface InjectionResult {
+/**
+ * One record per call, read by the webhook, the CLI, metrics, events and logs alike. `outcome` is injected (the proxy
+ * patch, and how the proxy was placed), annotated (not injected, but the opaque-ports annotation is set) or skipped
+ * (no change); only an injected record has `proxy`.
+ */
+export type InjectionResult =
+  | (InjectionRecord & { outcome: 'injected'; proxy: ProxyMode })
+  | (InjectionRecord & { outcome: 'annotated' | 'skipped'; proxy?: undefined });
+
+/** What every record says, whatever the outcome. */
+export interface InjectionRecord {
   kind: string;
   name: string;
   namespace: string;
-  /** injected: the proxy patch; annotated: not injected, but the opaque-ports annotation is set; skipped: no change. */
-  outcome: Outcome;
   /** Why the proxy was not injected; empty when it was. */
   reasons: SkipReason[];
   /** Where the deciding `linkerd.io/inject` annotation was found. */
   annotationAt: AnnotationAt;
   patch: AddOperation[];
   added: Added;
-  proxy?: ProxyMode;
   /** The workload's own values of the proxy configuration annotations (before namespace inheritance). */
   workloadConfiguration: Record<string, string>;
   /** UDP ports on app containers (the CLI warns about them). */
@@ -306,7 +338,7 @@ export function inject(request: InjectionRequest): InjectionResult {
   });
   const workloadConfiguration: Record<string, string> = {};
   for (const key of PROXY_ANNOTATIONS) if (key in ownAnnotations) workloadConfiguration[key] = ownAnnotations[key] ?? '';
-  const base = {
+  const common: Common = {
     kind: located.kind,
     name: located.name,
     namespace,
@@ -339,14 +371,51 @@ export function inject(request: InjectionRequest): InjectionResult {
       workloadNamespace: namespace,
       pendingAnnotations: pending,
       namespaceAnnotations: nsAnnotations,
+      prepared: request.config.prepared,
     });
-    return { ...base, outcome: 'injected', patch: built.patch, added: built.added, proxy: built.mode, warnings: built.warnings, risks: built.risks };
+    return record(common, 'injected', built.patch, built.added, built.mode, built.warnings, built.risks);
   }
 
   const patch = origin === 'webhook' ? opaquePortsPatch(request.object, located.kind, nsAnnotations, values) : [];
   const added = nothingAdded();
   if (patch.length > 0) added.annotations[ANNOTATIONS.opaquePorts] = String(patch[patch.length - 1]?.value ?? '');
-  return { ...base, outcome: patch.length > 0 ? 'annotated' : 'skipped', patch, added, warnings: [], risks: [] };
+  return record(common, patch.length > 0 ? 'annotated' : 'skipped', patch, added, undefined, [], []);
+}
+
+/** What every record says, whatever the outcome. */
+type Common = Pick<InjectionResult, 'kind' | 'name' | 'namespace' | 'reasons' | 'annotationAt' | 'workloadConfiguration' | 'udp'>;
+
+/**
+ * The record, written out field by field: spreading the common part into each outcome's record cost more than
+ * deciding to skip a pod. `proxy` is undefined unless the proxy was injected.
+ */
+function record(common: Common, outcome: 'injected', patch: AddOperation[], added: Added, proxy: ProxyMode, warnings: string[], risks: StartupRisk[]): InjectionResult;
+function record(common: Common, outcome: 'annotated' | 'skipped', patch: AddOperation[], added: Added, proxy: undefined, warnings: string[], risks: StartupRisk[]): InjectionResult;
+function record(
+  common: Common,
+  outcome: Outcome,
+  patch: AddOperation[],
+  added: Added,
+  proxy: ProxyMode | undefined,
+  warnings: string[],
+  risks: StartupRisk[],
+): InjectionResult {
+  // The overloads above pair the outcome with its proxy, which a single object literal cannot show the compiler.
+  return {
+    kind: common.kind,
+    name: common.name,
+    namespace: common.namespace,
+    reasons: common.reasons,
+    annotationAt: common.annotationAt,
+    workloadConfiguration: common.workloadConfiguration,
+    udp: common.udp,
+    outcome,
+    patch,
+    added,
+    proxy,
+    warnings,
+    risks,
+  } as InjectionResult;
 }
 
 /**

@@ -1,6 +1,6 @@
 /** Workload and namespace annotations applied over the Linkerd values: the per-pod configuration of the proxy. */
 import { ANNOTATIONS, INJECT_ANNOTATION, INJECT_INGRESS, NAMESPACE_INHERITED_ANNOTATIONS } from './names.js';
-import { copyPlain, type EnvVar } from './k8s.js';
+import type { EnvVar } from './k8s.js';
 import { OVERRIDE_RULES, overrideRule, parseAdditionalEnv, type OverrideRule, type OverrideTarget } from './override-rules.js';
 import { parseQuantity } from './parsers.js';
 import type { LinkerdValues } from './values.js';
@@ -59,6 +59,36 @@ export function mergeAdditionalEnv(layers: ReadonlyArray<readonly EnvVar[]>): En
 }
 
 /**
+ * A copy of the values in which every object the override rules write into is the copy's own, and everything else
+ * is shared with the configuration, which nothing downstream writes into: a deep copy of the whole values for every
+ * pod was a tenth of an admission and most of its garbage. A rule that writes somewhere new must be copied here;
+ * test/engine/overrides.test.ts applies every annotation to frozen values, so a missing copy fails there.
+ */
+function writableValues(values: LinkerdValues): LinkerdValues {
+  const proxy = values.proxy;
+  const resources = proxy.resources;
+  return {
+    ...values,
+    proxy: {
+      ...proxy,
+      image: own(proxy.image),
+      ports: own(proxy.ports),
+      metrics: own(proxy.metrics),
+      runtime: { ...proxy.runtime, workers: own(proxy.runtime?.workers) },
+      resources: { ...resources, cpu: own(resources.cpu), memory: own(resources.memory), 'ephemeral-storage': own(resources['ephemeral-storage']) },
+      tracing: proxy.tracing && { ...proxy.tracing, labels: own(proxy.tracing.labels) },
+    },
+    proxyInit: own(values.proxyInit),
+    debugContainer: { ...values.debugContainer, image: own(values.debugContainer?.image) },
+  };
+}
+
+/** A shallow copy of an object; anything else (null from a values file) as it is, as the deep copy kept it. */
+function own<T>(value: T): T {
+  return typeof value === 'object' && value !== null ? { ...value } : value;
+}
+
+/**
  * Applies every `config.linkerd.io/*` (and alpha/beta) override in force to a copy of the values, each read by its
  * rule in OVERRIDE_RULES. A value that does not parse is ignored, as Linkerd ignores it, and reported in `warnings`.
  * Values Linkerd would refuse to render (an unknown header-logging mode, a close-wait timeout without a root init
@@ -68,7 +98,7 @@ export function mergeAdditionalEnv(layers: ReadonlyArray<readonly EnvVar[]>): En
  */
 export function applyOverrides(input: OverrideInput): Overridden {
   const ann = input.annotations;
-  const target: OverrideTarget = { values: copyPlain(input.values), isGateway: false, debugSidecar: false };
+  const target: OverrideTarget = { values: writableValues(input.values), isGateway: false, debugSidecar: false };
   const { values } = target;
   const proxy = values.proxy;
   const warnings: string[] = [];

@@ -10,6 +10,7 @@ export function configLabel(annotation: string): string {
 }
 
 const CONFIG_LABELS = names.PROXY_ANNOTATIONS.map(configLabel);
+const CONFIG_INDEX = new Map(names.PROXY_ANNOTATIONS.map((key, i) => [key, i]));
 
 /** Why a request was refused before it reached the engine; the `reason` label of the refusals counter. */
 export type RefusalReason =
@@ -51,8 +52,17 @@ interface OpenLabels {
 /** The open labels of a label set beyond the cap: everything a client chooses is `other`. */
 const FOLDED: OpenLabels = { owner: OTHER, namespace: OTHER, values: CONFIG_LABELS.map(() => OTHER) };
 
+/** The configuration labels of a workload that sets none of the annotations (most workloads), and their key part. */
+const UNCONFIGURED: readonly string[] = CONFIG_LABELS.map(() => '');
+const UNCONFIGURED_KEY = UNCONFIGURED.join('\u0001');
+
 const labelKey = (open: OpenLabels, annotationAt: string): string =>
-  `${open.owner}\u0001${open.namespace}\u0001${annotationAt}\u0001${open.values.join('\u0001')}`;
+  `${open.owner}\u0001${open.namespace}\u0001${annotationAt}\u0001${open.values === UNCONFIGURED ? UNCONFIGURED_KEY : open.values.join('\u0001')}`;
+
+function isEmpty(map: Record<string, string>): boolean {
+  for (const _ in map) return false;
+  return true;
+}
 
 function labelSet(open: OpenLabels, annotationAt: string): Record<string, string> {
   const labels: Record<string, string> = { owner_kind: open.owner, namespace: open.namespace, annotation_at: annotationAt };
@@ -165,7 +175,7 @@ export class InjectorMetrics {
   private countEvaluated(handled: Extract<HandledAdmission, { kind: 'evaluated' }>, namespace: string): void {
     const result = handled.result;
     const config = result.workloadConfiguration;
-    const values = names.PROXY_ANNOTATIONS.map((key) => this.configValues.value(key, config[key]));
+    const values = isEmpty(config) ? UNCONFIGURED : this.configuredValues(config);
     const open: OpenLabels = { owner: handled.owner?.kind ?? '', namespace, values };
     const at = result.annotationAt;
     const requestKey = labelKey(open, at);
@@ -178,6 +188,16 @@ export class InjectorMetrics {
     const prefix = `${skip.skip}\u0001${skip.skip_reason}\u0001`;
     const response = this.responseSets.admit(prefix + requestKey) ? open : FOLDED;
     this.pendingResponses.add(prefix + (response === open ? requestKey : labelKey(FOLDED, at)), () => ({ ...labelSet(response, at), ...skip }));
+  }
+
+  /** The configuration labels' values: the few annotations a workload sets, the rest unset. */
+  private configuredValues(config: Record<string, string>): string[] {
+    const values = UNCONFIGURED.slice();
+    for (const key in config) {
+      const at = CONFIG_INDEX.get(key);
+      if (at !== undefined) values[at] = this.configValues.value(key, config[key]);
+    }
+    return values;
   }
 
   /** Counts a request refused before evaluation (400, 404, 408, 413, 415). */

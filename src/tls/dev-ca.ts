@@ -7,7 +7,6 @@ import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import { mkdir, open, rename, unlink } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { generate } from 'selfsigned';
 import { CA_CERT_FILE, CA_KEY_FILE, CERT_FILE, KEY_FILE, TlsError, oneLine, parseValidTo, type KeyPair, type TlsLogger } from './key-pair.js';
 
 export interface GeneratedCertificates {
@@ -195,6 +194,8 @@ export async function ensureCertificates(dir: string, dnsNames: string[], logger
   const now = Date.now();
   const notBeforeDate = new Date(now - CLOCK_SKEW_MS);
 
+  // Loaded only to generate: it takes a third of a second, and a provided or reused pair does not need it.
+  const { generate } = await import('selfsigned');
   let ca = reusableCa(dir, logger);
   const caGenerated = ca === undefined;
   if (ca === undefined) {

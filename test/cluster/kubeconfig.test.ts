@@ -17,26 +17,26 @@ current-context: x
 `;
 
 describe('connectToCluster', () => {
-  it('returns nothing without credentials, rather than guessing localhost:8080', () => {
+  it('returns nothing without credentials, rather than guessing localhost:8080', async () => {
     const home = mkdtempSync(join(tmpdir(), 'pi-home-'));
     dirs.push(home);
     const saved = process.env['HOME'];
     process.env['HOME'] = home;
     try {
-      expect(connectToCluster({ env: {} })).toBeUndefined();
+      expect(await connectToCluster({ env: {} })).toBeUndefined();
     } finally {
       process.env['HOME'] = saved;
     }
   });
 
-  it('uses $KUBECONFIG', () => {
+  it('uses $KUBECONFIG', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pi-kc-'));
     dirs.push(dir);
     writeFileSync(join(dir, 'config'), KUBECONFIG);
     const saved = process.env['KUBECONFIG'];
     process.env['KUBECONFIG'] = join(dir, 'config');
     try {
-      const c = connectToCluster({ env: { KUBECONFIG: join(dir, 'config') } });
+      const c = await connectToCluster({ env: { KUBECONFIG: join(dir, 'config') } });
       expect(c?.server).toBe('https://127.0.0.1:6443');
       expect(c?.source).toBe(join(dir, 'config'));
     } finally {
@@ -45,8 +45,8 @@ describe('connectToCluster', () => {
     }
   });
 
-  it('an explicit --kubeconfig that does not exist is an error', () => {
-    expect(() => connectToCluster({ kubeconfig: '/nonexistent/kubeconfig' })).toThrowError(/no such file/);
+  it('an explicit --kubeconfig that does not exist is an error', async () => {
+    await expect(connectToCluster({ kubeconfig: '/nonexistent/kubeconfig' })).rejects.toThrowError(/no such file/);
   });
 });
 

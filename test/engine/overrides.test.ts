@@ -13,7 +13,10 @@ import {
   type Overridden,
 } from '../../src/engine/overrides.js';
 import { parseAdditionalEnv } from '../../src/engine/override-rules.js';
-import { defaultValues, type LinkerdValues } from '../../src/engine/values.js';
+import { inject } from '../../src/engine/inject.js';
+import { ANNOTATIONS } from '../../src/engine/names.js';
+import { defaultValues, withTrustAnchors, type LinkerdValues } from '../../src/engine/values.js';
+import { TRUST_ANCHORS } from '../support/engine.js';
 
 const C = 'config.linkerd.io/';
 const ALPHA = 'config.alpha.linkerd.io/';
@@ -1047,5 +1050,111 @@ describe('a proxy request larger than its limit', () => {
     expect(out.warnings).toEqual([]);
     expect(out.values.proxy.resources.memory).toEqual({ request: '1Gi', limit: '1024Mi' });
     expect(out.values.proxy.resources.cpu).toEqual({ request: '1000m', limit: '1' });
+  });
+});
+
+describe('the configuration the overrides start from', () => {
+  /** A valid value for every annotation the overrides read: a new annotation without one here fails the first test. */
+  const VALID: Record<string, string> = {
+    [ANNOTATIONS.adminPort]: '5191',
+    [ANNOTATIONS.controlPort]: '5190',
+    [ANNOTATIONS.enableDebugSidecar]: 'true',
+    [ANNOTATIONS.enableExternalProfiles]: 'true',
+    [ANNOTATIONS.imagePullPolicy]: 'Always',
+    [ANNOTATIONS.inboundPort]: '5143',
+    [ANNOTATIONS.outboundPort]: '5140',
+    [ANNOTATIONS.podInboundPorts]: '8080',
+    [ANNOTATIONS.proxyCpuLimit]: '2',
+    [ANNOTATIONS.proxyCpuRequest]: '500m',
+    [ANNOTATIONS.proxyImage]: 'registry.example/proxy',
+    [ANNOTATIONS.proxyAdminShutdown]: 'enabled',
+    [ANNOTATIONS.proxyLogFormat]: 'json',
+    [ANNOTATIONS.proxyLogLevel]: 'debug',
+    [ANNOTATIONS.proxyLogHttpHeaders]: 'insecure',
+    [ANNOTATIONS.proxyMemoryLimit]: '512Mi',
+    [ANNOTATIONS.proxyMemoryRequest]: '64Mi',
+    [ANNOTATIONS.proxyEphemeralStorageLimit]: '2Gi',
+    [ANNOTATIONS.proxyEphemeralStorageRequest]: '1Gi',
+    [ANNOTATIONS.proxyUid]: '3000',
+    [ANNOTATIONS.proxyGid]: '3000',
+    [ANNOTATIONS.proxyVersion]: 'v9.9.9',
+    [ANNOTATIONS.proxyRequireIdentityInboundPorts]: '8443',
+    [ANNOTATIONS.skipInboundPorts]: '9000-9010',
+    [ANNOTATIONS.opaquePorts]: '5432',
+    [ANNOTATIONS.skipOutboundPorts]: '3306',
+    [ANNOTATIONS.proxyMetricsHostnameLabels]: 'true',
+    [ANNOTATIONS.proxyOutboundConnectTimeout]: '2s',
+    [ANNOTATIONS.proxyInboundConnectTimeout]: '3s',
+    [ANNOTATIONS.proxyAwait]: 'disabled',
+    [ANNOTATIONS.defaultInboundPolicy]: 'deny',
+    [ANNOTATIONS.skipSubnets]: '10.9.0.0/16',
+    [ANNOTATIONS.accessLog]: 'json',
+    [ANNOTATIONS.shutdownGracePeriod]: '30s',
+    [ANNOTATIONS.proxyOutboundDiscoveryCacheUnusedTimeout]: '60s',
+    [ANNOTATIONS.proxyInboundDiscoveryCacheUnusedTimeout]: '90s',
+    [ANNOTATIONS.proxyDisableOutboundProtocolDetectTimeout]: 'true',
+    [ANNOTATIONS.proxyDisableInboundProtocolDetectTimeout]: 'true',
+    [ANNOTATIONS.proxyEnableNativeSidecar]: 'true',
+    [ANNOTATIONS.proxyAdditionalEnv]: '[{"name":"EXTRA","value":"1"}]',
+    [ANNOTATIONS.proxyCpuRatioLimit]: '0.5',
+    [ANNOTATIONS.enableGateway]: 'true',
+    [ANNOTATIONS.debugImage]: 'registry.example/debug',
+    [ANNOTATIONS.debugImageVersion]: 'v1',
+    [ANNOTATIONS.debugImagePullPolicy]: 'Never',
+    [ANNOTATIONS.closeWaitTimeout]: '10s',
+    [ANNOTATIONS.betaProxyEnableNativeSidecar]: 'true',
+    [ANNOTATIONS.alphaProxyWaitBeforeExitSeconds]: '5',
+    [ANNOTATIONS.alphaProxyEnableNativeSidecar]: 'true',
+    'resource.opentelemetry.io/team': 'shop',
+  };
+
+  /** Values in which every override has something to write: tracing on, and linkerd-init as root for close-wait. */
+  const configured = (): LinkerdValues =>
+    withValues((v) => {
+      v.proxyInit.runAsRoot = true;
+      const tracing = v.proxy.tracing as NonNullable<LinkerdValues['proxy']['tracing']>;
+      v.proxy.tracing = { ...tracing, enabled: true, collector: { endpoint: 'collector.tracing:4317', meshIdentity: { serviceAccountName: 'collector', namespace: 'tracing' } } };
+      v.proxy.additionalEnv = [{ name: 'BASE', value: 'x' }];
+    });
+
+  function deepFreeze<T>(value: T): T {
+    if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+      Object.freeze(value);
+      for (const child of Object.values(value)) deepFreeze(child);
+    }
+    return value;
+  }
+
+  it('has a value in this test for every annotation the overrides read', () => {
+    expect(Object.values(ANNOTATIONS).filter((key) => !(key in VALID))).toEqual([]);
+  });
+
+  it('is never written: every override applied to frozen values gives what it gives on values of its own', () => {
+    const input = (values: LinkerdValues): OverrideInput => ({
+      values,
+      annotations: VALID,
+      labels: { 'app.kubernetes.io/name': 'web' },
+      namedPorts: new Map(),
+      namespaceAdditionalEnv: '[{"name":"NS","value":"2"}]',
+    });
+    const frozen = deepFreeze(configured());
+    const out = applyOverrides(input(frozen));
+    expect(out).toEqual(applyOverrides(input(configured())));
+    expect(frozen).toEqual(configured());
+    // The overrides did take effect, so that a write into the frozen values would have thrown.
+    expect(out.warnings).toEqual([]);
+    expect(out.values.proxy.image.name).toBe('registry.example/proxy');
+    expect(out.values.proxy.tracing?.labels['team']).toBe('shop');
+    expect(out.values.proxyInit.closeWaitTimeoutSecs).toBe(10);
+  });
+
+  it('is never written by rendering either: a pod injected with a frozen configuration is the same pod', () => {
+    const object = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', annotations: { ...VALID, 'linkerd.io/inject': 'enabled' } }, spec: { containers: [{ name: 'app', image: 'app:1', ports: [{ containerPort: 8080, name: 'http' }] }] } };
+    const request = (values: LinkerdValues) => ({ object: structuredClone(object), namespace: 'shop', config: { values: withTrustAnchors(values, TRUST_ANCHORS), controlPlaneNamespace: 'linkerd' } });
+    const frozenConfig = request(configured());
+    deepFreeze(frozenConfig.config);
+    const result = inject(frozenConfig);
+    expect(result.outcome).toBe('injected');
+    expect(result).toEqual(inject(request(configured())));
   });
 });

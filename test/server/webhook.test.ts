@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SourceUnavailableError, type AdmissionSources } from '../../src/admission/index.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
-import { buildWebhookApp, MAX_BODY_BYTES } from '../../src/server/webhook.js';
+import { buildWebhookApp, MAX_BODY_BYTES, type WebhookApp } from '../../src/server/webhook.js';
 import { admissionReview, decodedPatch } from '../support/admission.js';
 import { applied, names, pod, testConfig } from '../support/engine.js';
 
@@ -260,25 +260,42 @@ describe('a namespace whose annotations cannot be read', () => {
 });
 
 describe('logs', () => {
-  it('say what was received and what was done, in Linkerd’s words', async () => {
+  /** A webhook app logging at `level` into `lines`, in a namespace whose annotations are `ns`. */
+  function logged(level: 'info' | 'debug', ns: Record<string, string>): { app: WebhookApp; lines: Array<Record<string, unknown>> } {
     const lines: Array<Record<string, unknown>> = [];
-    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const logger = pino({ level }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
     const app = buildWebhookApp({
-      sources: { config: () => testConfig(), namespaceAnnotations: () => ({ 'linkerd.io/inject': 'enabled' }) },
+      sources: { config: () => testConfig(), namespaceAnnotations: () => ns },
       metrics: new InjectorMetrics({ processMetrics: false }),
       logger,
     });
     apps.push(app);
+    return { app, lines };
+  }
+
+  it('say in one line per review, in Linkerd’s words, what was done and for which review', async () => {
+    const { app, lines } = logged('info', { 'linkerd.io/inject': 'enabled' });
     await post(app, admissionReview(pod(), { uid: 'u-1' }));
     await post(app, admissionReview(pod({ annotations: { 'linkerd.io/inject': 'disabled' } }), { uid: 'u-2' }));
     expect(lines.map((l) => l['msg'])).toEqual([
-      'received admission review request "u-1" for pod/shop/web',
       'injection patch generated for: pod/shop/web',
-      'received admission review request "u-2" for pod/shop/web',
       'skipped pod/shop/web: pod has the annotation "linkerd.io/inject:disabled"',
     ]);
-    expect(lines[1]).toMatchObject({ uid: 'u-1', outcome: 'injected', placement: 'containers[0]', dryRun: false });
-    expect(lines[3]).toMatchObject({ uid: 'u-2', outcome: 'skipped', reasons: ['injection_disable_annotation_present'] });
+    expect(lines[0]).toMatchObject({ uid: 'u-1', operation: 'CREATE', outcome: 'injected', placement: 'containers[0]', dryRun: false });
+    expect(lines[1]).toMatchObject({ uid: 'u-2', operation: 'CREATE', outcome: 'skipped', reasons: ['injection_disable_annotation_present'] });
+  });
+
+  it('leave a pod nobody asked to mesh to the counter at info, and name it at debug with the review’s arrival', async () => {
+    const info = logged('info', {});
+    await post(info.app, admissionReview(pod(), { uid: 'u-3' }));
+    expect(info.lines).toEqual([]);
+    const debug = logged('debug', {});
+    await post(debug.app, admissionReview(pod(), { uid: 'u-3' }));
+    expect(debug.lines.map((l) => l['msg'])).toEqual([
+      'received admission review request "u-3" for pod/shop/web',
+      'skipped pod/shop/web: neither the namespace nor the pod have the annotation "linkerd.io/inject:enabled"',
+    ]);
+    expect(debug.lines[1]).toMatchObject({ uid: 'u-3', outcome: 'skipped', reasons: ['injection_enable_annotation_absent'] });
   });
 });
 
