@@ -14,6 +14,7 @@ import {
   type SkipReasonCode,
   type StartupRisk,
   isObject,
+  objectName,
   isWorkloadKind,
   names,
   objectsIn,
@@ -23,7 +24,7 @@ import {
 } from '../engine/index.js';
 import { failure, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { UsageError, annotationsFor, flagAnnotations, parseManifestArgs, type FlagAnnotations, type ParsedOptions } from './inject-flags.js';
-import { annotationOps, configure, nameOf, type Configured } from './inject.js';
+import { annotationOps, configure, type Configured } from './inject.js';
 import { InputError, listItems, readDocuments } from './manifests.js';
 import { inputReader } from './remote-inputs.js';
 import { applyToValue } from './yaml-patch.js';
@@ -236,7 +237,7 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
   const explanation: Explanation = {
     source,
     kind,
-    name: nameOf(object),
+    name: objectName(object),
     namespace,
     decision: { outcome: result.outcome, reasons: [], annotationAt: result.annotationAt },
     startup: [],
@@ -398,7 +399,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
         if (e) explanations.push(e);
       } catch (err) {
         if (!isEngineError(err)) throw err;
-        problems.push(`${source}: ${isObject(object) ? `${String(object['kind'])} ${JSON.stringify(nameOf(object))}: ` : ''}${err.message}`);
+        problems.push(`${source}: ${isObject(object) ? `${String(object['kind'])} ${JSON.stringify(objectName(object))}: ` : ''}${err.message}`);
       }
     }
   }

@@ -72,7 +72,8 @@ export class Declined extends Error {
   override readonly name = 'Declined';
 }
 
-const decline = (why: string): never => {
+/** Leaves the document to the yaml library, saying why. */
+export const decline = (why: string): never => {
   throw new Declined(why);
 };
 

@@ -117,8 +117,6 @@ export function notAnObject(): ObjectChange<ObjectReport> {
   return { ops: [], failed: true, report: { kind: 'document', name: '', status: 'failed', detail: 'not a Kubernetes object', checks: [] } };
 }
 
-export const nameOf = (object: Record<string, unknown>): string => objectName(object);
-
 function checksOf(result: InjectionResult): Check[] {
   return CHECKS.map(({ code, pass }): Check => {
     if (code === 'udp') {
@@ -134,7 +132,7 @@ function checksOf(result: InjectionResult): Check[] {
 export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectReport> {
   if (!isObject(object)) return notAnObject();
   const kind = typeof object['kind'] === 'string' ? object['kind'].toLowerCase() : '';
-  const name = nameOf(object);
+  const name = objectName(object);
   const report: ObjectReport = { kind, name, status: 'unchanged', checks: [] };
   if (kind === '') return { ops: [], failed: false, report };
 

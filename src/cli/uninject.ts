@@ -1,9 +1,9 @@
 /** `proxy-injector uninject`: takes Linkerd's proxy, init container, volumes and metadata out of manifests. */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { defaultValues, isEngineError, isObject, loadValues, uninject, type Removed } from '../engine/index.js';
+import { defaultValues, isEngineError, isObject, loadValues, objectName, uninject, type Removed } from '../engine/index.js';
 import { UsageError } from './inject-flags.js';
-import { nameOf, notAnObject } from './inject.js';
+import { notAnObject } from './inject.js';
 import { failure, outputFormat, outputResult, parseCommandArgs, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { InputError, transformInputs, type ObjectChange, type OutputFormat } from './manifests.js';
 import { inputReader } from './remote-inputs.js';
@@ -46,7 +46,7 @@ function describe(removed: Removed): string[] {
 function uninjectObject(object: unknown, xtablesVolume: string): ObjectChange<ObjectReport> {
   if (!isObject(object)) return notAnObject();
   const kind = typeof object['kind'] === 'string' ? object['kind'].toLowerCase() : '';
-  const name = nameOf(object);
+  const name = objectName(object);
   const { patch, removed } = uninject(object, { volumes: [xtablesVolume] });
   const checks = describe(removed).map((text): Check => ({ mark: OK, text }));
   return { ops: patch, failed: false, report: { kind, name, status: patch.length > 0 ? 'uninjected' : 'unchanged', checks } };

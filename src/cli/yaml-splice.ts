@@ -8,7 +8,7 @@
  * puts it, the splicer declines (throws Declined) and the caller edits and prints the document with the library.
  */
 import { Document, Pair, YAMLMap, YAMLSeq, type DocumentOptions, type ParseOptions, type SchemaOptions, type ToStringOptions } from 'yaml';
-import { Declined, FastReader, type FastBlock, type FastDocument, type FastEntry, type FastNode } from './fast-yaml.js';
+import { decline, FastReader, type FastBlock, type FastDocument, type FastEntry, type FastNode } from './fast-yaml.js';
 import { PatchError, Positions, applyAt, arrayIndex, newNode, parsePointer, type PatchOp } from './yaml-patch.js';
 
 export interface Edit {
@@ -16,10 +16,6 @@ export interface Edit {
   /** The path the operations are relative to (["items", "0"] for a List item). */
   base: string[];
 }
-
-const decline = (why: string): never => {
-  throw new Declined(why);
-};
 
 /** Strings the yaml library prints without quotes, if the schema reads them as strings. */
 const SIMPLE = /^[A-Za-z][A-Za-z0-9._/-]*$/;

@@ -85,7 +85,7 @@ const port: OverrideRule<number>['parse'] = (t) => {
 };
 
 const duration =
-  (render: (ns: bigint) => string): OverrideRule<string>['parse'] =>
+  <T>(render: (ns: bigint) => T): OverrideRule<T>['parse'] =>
   (t) => {
     const ns = parseGoDuration(t);
     return ns === undefined || ns < 0n ? no('not a duration such as "500ms" or "2s"') : ok(render(ns));
@@ -227,10 +227,7 @@ export const OVERRIDE_RULES: readonly OverrideRule<never>[] = [
   rule(ANNOTATIONS.debugImage, text(), ({ values }, v) => (values.debugContainer.image.name = v)),
   rule(ANNOTATIONS.debugImageVersion, text(), ({ values }, v) => (values.debugContainer.image.version = v)),
   rule(ANNOTATIONS.debugImagePullPolicy, pullPolicy, ({ values }, v) => (values.debugContainer.image.pullPolicy = v)),
-  rule<number>(ANNOTATIONS.closeWaitTimeout, (t) => {
-    const ns = parseGoDuration(t);
-    return ns === undefined || ns < 0n ? no('not a duration such as "500ms" or "2s"') : ok(Number(ns / 1_000_000_000n));
-  }),
+  rule(ANNOTATIONS.closeWaitTimeout, duration((ns) => Number(ns / 1_000_000_000n))),
 ] as OverrideRule<never>[];
 
 const BY_ANNOTATION: ReadonlyMap<string, OverrideRule<never>> = new Map(OVERRIDE_RULES.map((r) => [r.annotation, r]));

@@ -91,13 +91,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const webhookPort = (webhook.server.address() as { port: number }).port;
   const adminPort = (admin.server.address() as { port: number }).port;
 
-  const tlsServer = webhook.server;
   const connections = new ConnectionTracker(webhook.server);
   const reloader = new CertificateReloader(pair, {
     dir: options.tlsDir,
     logger,
     pollIntervalMs: options.tlsPollMs ?? 10_000,
-    onUpdate: (next) => tlsServer.setSecureContext({ key: next.key, cert: next.cert, minVersion: options.tlsMinVersion }),
+    onUpdate: (next) => webhook.server.setSecureContext({ key: next.key, cert: next.cert, minVersion: options.tlsMinVersion }),
   });
   reloader.start();
 
