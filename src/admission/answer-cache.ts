@@ -27,6 +27,8 @@ export interface CachedAnswer {
   /** Base64 of the patch, when there is one. */
   patch: string | undefined;
   warnings: string[] | undefined;
+  /** The response's JSON after its uid (see encodeResponseTail): what every answer from this entry sends. */
+  responseTail: Buffer;
 }
 
 /** Entries per configuration: enough for every workload rolling out at once in a large cluster, a few MiB at most. */
@@ -34,21 +36,33 @@ const DEFAULT_MAX_ENTRIES = 64;
 /** Objects whose key is longer than this are not cached: they are rare, and would crowd out many ordinary ones. */
 const MAX_KEY_LENGTH = 256 * 1024;
 
-const IDENTITY = new Set(['name', 'generateName', 'uid']);
-
 /**
- * The cache key, or undefined when the object is not worth caching. The metadata is copied without name,
- * generateName and uid: the engine reads them only for the name it reports, never for the patch.
+ * The cache key, or undefined when the object is not worth caching. The object is serialised with its metadata's
+ * name, generateName and uid set aside (the engine reads them only for the name it reports, never for the patch).
+ * They are set to undefined for the serialisation and put back after it rather than copied around: JSON.stringify
+ * leaves undefined out, and copying the metadata and the object cost as much as serialising them.
  */
 export function answerKey(kind: string, namespace: string, object: Record<string, unknown>, namespaceAnnotations: Record<string, string>, owner: Owner | undefined): string | undefined {
   const metadata = object['metadata'];
-  let anonymous: Record<string, unknown> = object;
+  let serialized: string;
   if (typeof metadata === 'object' && metadata !== null && !Array.isArray(metadata)) {
-    const rest: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(metadata)) if (!IDENTITY.has(k)) rest[k] = v;
-    anonymous = { ...object, metadata: rest };
+    const identity = metadata as Record<string, unknown>;
+    const { name, generateName, uid } = identity;
+    const had = { name: 'name' in identity, generateName: 'generateName' in identity, uid: 'uid' in identity };
+    if (had.name) identity['name'] = undefined;
+    if (had.generateName) identity['generateName'] = undefined;
+    if (had.uid) identity['uid'] = undefined;
+    try {
+      serialized = JSON.stringify(object);
+    } finally {
+      if (had.name) identity['name'] = name;
+      if (had.generateName) identity['generateName'] = generateName;
+      if (had.uid) identity['uid'] = uid;
+    }
+  } else {
+    serialized = JSON.stringify(object);
   }
-  const key = `${kind}\u0000${namespace}\u0000${owner ? `${owner.kind}/${owner.name}` : ''}\u0000${JSON.stringify(namespaceAnnotations)}\u0000${JSON.stringify(anonymous)}`;
+  const key = `${kind}\u0000${namespace}\u0000${owner ? `${owner.kind}/${owner.name}` : ''}\u0000${JSON.stringify(namespaceAnnotations)}\u0000${serialized}`;
   return key.length <= MAX_KEY_LENGTH ? key : undefined;
 }
 

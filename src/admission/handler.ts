@@ -12,7 +12,7 @@ import {
 } from '../engine/index.js';
 import { answerKey, recordOf, type AdmissionRecord, type AnswerCache } from './answer-cache.js';
 import { failureOf, type AdmissionFailure } from './failures.js';
-import { allowed, boundedWarnings, denied, patched } from './review.js';
+import { allowed, boundedWarnings, denied, encodeResponseTail, patched } from './review.js';
 import type { AdmissionRequest, AdmissionResponse } from './types.js';
 
 type MaybePromise<T> = T | Promise<T>;
@@ -33,8 +33,11 @@ export interface AdmissionSources {
 export type HandledAdmission =
   /** Not a CREATE, or nothing to look at: admitted unchanged without asking the engine. */
   | { kind: 'ignored'; response: AdmissionResponse }
-  /** The engine's record (without the patch when the answer came from the cache), and the owner resolved for a pod. */
-  | { kind: 'evaluated'; response: AdmissionResponse; result: AdmissionRecord; owner?: Owner }
+  /**
+   * The engine's record (without the patch when the answer came from the cache), the owner resolved for a pod, and,
+   * for a pod that asked for injection, the response's JSON after its uid, encoded once and shared with the cache.
+   */
+  | { kind: 'evaluated'; response: AdmissionResponse; result: AdmissionRecord; owner?: Owner; responseTail?: Buffer }
   /** The object could not be evaluated: admitted unchanged when that is safe, denied with the reason otherwise. */
   | { kind: 'failed'; response: AdmissionResponse; failure: AdmissionFailure; owner?: Owner };
 
@@ -57,9 +60,10 @@ function safeToAdmitUnevaluated(kind: string, object: Record<string, unknown>, n
 }
 
 /** The record of an evaluated admission; built field by field, since spreading an optional owner in cost more. */
-function evaluated(response: AdmissionResponse, result: AdmissionRecord, owner: Owner | undefined): HandledAdmission {
+function evaluated(response: AdmissionResponse, result: AdmissionRecord, owner: Owner | undefined, responseTail?: Buffer): HandledAdmission {
   const out: HandledAdmission = { kind: 'evaluated', response, result };
   if (owner) out.owner = owner;
+  if (responseTail) out.responseTail = responseTail;
   return out;
 }
 
@@ -96,7 +100,7 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
     if (cached) {
       const result = { ...cached.result, name: locate(object, kind).name };
       const response = cached.patch !== undefined ? patched(uid, cached.patch, cached.warnings) : allowed(uid, cached.warnings);
-      return evaluated(response, result, owner);
+      return evaluated(response, result, owner, cached.responseTail);
     }
     const result = inject({
       object,
@@ -111,8 +115,10 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
     const warnings = boundedWarnings([...result.warnings, ...result.risks.map(riskWarning)]);
     const patch = result.patch.length > 0 ? Buffer.from(JSON.stringify(result.patch)).toString('base64') : undefined;
     const response = patch !== undefined ? patched(uid, patch, warnings) : allowed(uid, warnings);
-    if (key !== undefined) sources.answers?.set(config, key, { result: recordOf(result), patch, warnings });
-    return evaluated(response, result, owner);
+    if (key === undefined) return evaluated(response, result, owner);
+    const responseTail = encodeResponseTail(response);
+    sources.answers?.set(config, key, { result: recordOf(result), patch, warnings, responseTail });
+    return evaluated(response, result, owner, responseTail);
   } catch (err) {
     const failure = failureOf(err);
     if (safeToAdmitUnevaluated(kind, object, nsAnnotations, failure)) {

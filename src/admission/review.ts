@@ -66,7 +66,9 @@ export function allowed(uid: string, warnings?: string[]): AdmissionResponse {
 
 /** Admits the object with a JSON patch (base64 of its bytes). */
 export function patched(uid: string, patch: string, warnings?: string[]): AdmissionResponse {
-  return { ...allowed(uid, warnings), patchType: 'JSONPatch', patch };
+  const response: AdmissionResponse = { uid, allowed: true, patchType: 'JSONPatch', patch };
+  if (warnings && warnings.length > 0) response.warnings = warnings;
+  return response;
 }
 
 /**
@@ -83,18 +85,25 @@ export function reviewResponse(apiVersion: AdmissionApiVersion, response: Admiss
 }
 
 /**
- * The review's JSON, written directly: the patch is base64, which needs no escaping, so an answer of many kilobytes
- * is not scanned character by character again as JSON.stringify of the whole review would do.
+ * The JSON of a response after its uid (`,"allowed":...}}`), as bytes. The uid is all that differs between the answers
+ * to the pods of one rollout, so the cache keeps this part and every answer from it is a copy, not a serialisation.
+ * Written directly: the patch is base64 (A-Z, a-z, 0-9, +, /, =), which never needs escaping, so an answer of many
+ * kilobytes is not scanned character by character as JSON.stringify of the whole review would do.
  */
-export function serializeReview(apiVersion: AdmissionApiVersion, response: AdmissionResponse): string {
-  let out = `{"apiVersion":${JSON.stringify(apiVersion)},"kind":"AdmissionReview","response":{"uid":${JSON.stringify(response.uid)},"allowed":${response.allowed}`;
+export function encodeResponseTail(response: AdmissionResponse): Buffer {
+  let out = `,"allowed":${response.allowed}`;
   if (response.status !== undefined) out += `,"status":${JSON.stringify(response.status)}`;
   if (response.warnings !== undefined) out += `,"warnings":${JSON.stringify(response.warnings)}`;
   if (response.auditAnnotations !== undefined) out += `,"auditAnnotations":${JSON.stringify(response.auditAnnotations)}`;
   if (response.patchType !== undefined) out += `,"patchType":${JSON.stringify(response.patchType)}`;
-  // Base64 (A-Z, a-z, 0-9, +, /, =) never needs escaping in a JSON string.
   if (response.patch !== undefined) out += `,"patch":"${response.patch}"`;
-  return `${out}}}`;
+  return Buffer.from(`${out}}}`);
+}
+
+/** The bytes of the review that answers a request: the caller's apiVersion and kind, the uid, then the tail. */
+export function encodeReview(apiVersion: AdmissionApiVersion, response: AdmissionResponse, tail: Buffer = encodeResponseTail(response)): Buffer {
+  const head = Buffer.from(`{"apiVersion":${JSON.stringify(apiVersion)},"kind":"AdmissionReview","response":{"uid":${JSON.stringify(response.uid)}`);
+  return Buffer.concat([head, tail], head.length + tail.length);
 }
 
 /** Kubernetes limits what it shows of warnings; keep each one short and their number small. */

@@ -86,8 +86,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   const admin = buildAdminApp({ metrics, readiness, logger });
 
-  await webhook.listen({ host: webhookAddress.host, port: webhookAddress.port });
-  await admin.listen({ host: adminAddress.host, port: adminAddress.port });
+  await webhook.listen(webhookAddress.host, webhookAddress.port);
+  await admin.listen(adminAddress.host, adminAddress.port);
   const webhookPort = (webhook.server.address() as { port: number }).port;
   const adminPort = (admin.server.address() as { port: number }).port;
 

@@ -1,19 +1,20 @@
-/** The admission webhook application: POST / takes an AdmissionReview and answers with the engine's decision. */
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import type { IncomingMessage, ServerOptions as HttpServerOptions, ServerResponse } from 'node:http';
-import type { Server as HttpsServer } from 'node:https';
+/** The admission webhook: POST / takes an AdmissionReview and answers with the engine's decision. */
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Logger } from 'pino';
+import secureJson from 'secure-json-parse';
 import {
+  encodeReview,
   handleAdmission,
   parseReview,
   ReviewError,
-  serializeReview,
   type AdmissionRequest,
   type AdmissionSources,
   type HandledAdmission,
 } from '../admission/index.js';
 import { objectName } from '../engine/index.js';
 import { oneLine } from '../tls/index.js';
+import { answerClientErrors, closeServer, listen, pathOf, sendText, type HttpApp, type RequestHandler } from './http.js';
 import type { InjectorMetrics, RefusalReason } from './metrics.js';
 
 export const MAX_BODY_BYTES = 10 * 1024 * 1024;
@@ -70,25 +71,6 @@ export const DEFAULT_LIMITS: ServerLimits = {
 /** Node checks header and request timeouts on a timer; this often, so a timeout is enforced within about a second. */
 const CONNECTIONS_CHECKING_INTERVAL_MS = 500;
 
-/** Fastify's body errors, mapped to the status and one-line reason the API server will log. */
-function bodyError(error: FastifyError): { status: number; message: string; reason: RefusalReason } | undefined {
-  switch (error.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { status: 413, message: `the body is larger than ${MAX_BODY_BYTES} bytes`, reason: 'body_too_large' };
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return { status: 415, message: 'the body must be application/json', reason: 'unsupported_media_type' };
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return { status: 400, message: 'the body is empty', reason: 'empty_body' };
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      // Fastify's own text ("Body is not valid JSON but content-type is set to ...") would say it a second time.
-      return { status: 400, message: 'the body is not valid JSON', reason: 'invalid_json' };
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return { status: 400, message: 'the Content-Length does not match the body', reason: 'content_length_mismatch' };
-    default:
-      return error.statusCode === 408 ? { status: 408, message: 'the request took too long to arrive', reason: 'request_timeout' } : undefined;
-  }
-}
-
 export function resourceName(request: AdmissionRequest, handled: HandledAdmission): string {
   const result = handled.kind === 'evaluated' ? handled.result : undefined;
   const kind = result?.kind ?? request.kind.kind.toLowerCase();
@@ -96,79 +78,144 @@ export function resourceName(request: AdmissionRequest, handled: HandledAdmissio
   return `${kind}/${request.namespace ?? ''}/${name}`;
 }
 
-/** The webhook over HTTPS, with the injector's pino logger. */
-export type WebhookApp = FastifyInstance<HttpsServer, IncomingMessage, ServerResponse, Logger>;
+/** The webhook over HTTPS (plain HTTP only for in-process tests), with the handler alone for those tests. */
+export type WebhookApp = HttpApp<HttpsServer>;
+
+/** JSON bodies only: anything else is 415 rather than a guess at what the caller meant. */
+function isJson(contentType: string | undefined): boolean {
+  if (contentType === undefined) return false;
+  const semicolon = contentType.indexOf(';');
+  return (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase() === 'application/json';
+}
+
+/** A `__proto__` or `constructor.prototype` key in a body is dropped, never obeyed. */
+const PARSE_OPTIONS = { protoAction: 'remove', constructorAction: 'remove' } as const;
+
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   const { logger, metrics, sources } = options;
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
-  // node:http reads these at construction (the checking interval is fixed then), so they go to createServer itself.
-  const serverOptions = {
-    handshakeTimeout: limits.handshakeTimeoutMs,
-    headersTimeout: limits.headersTimeoutMs,
-    requestTimeout: limits.requestTimeoutMs,
-    keepAliveTimeout: limits.keepAliveTimeoutMs,
-    connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
-    maxHeaderSize: limits.maxHeaderBytes,
+  let closing = false;
+
+  /** A request answered without evaluation: counted by reason, logged, and told why in one line. */
+  const refuse = (response: ServerResponse, status: number, message: string, reason: RefusalReason, close = false): void => {
+    metrics.refused(status, reason);
+    logger.warn({ status, reason: message }, 'rejected admission request');
+    sendText(response, status, `${oneLine(message)}\n`, close);
   };
-  const common = {
-    loggerInstance: logger,
-    logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: MAX_BODY_BYTES,
-    requestTimeout: limits.requestTimeoutMs,
-    keepAliveTimeout: limits.keepAliveTimeoutMs,
-    maxRequestsPerSocket: limits.maxRequestsPerSocket,
-    onProtoPoisoning: 'remove',
-    onConstructorPoisoning: 'remove',
-    return503OnClosing: true,
-  } satisfies FastifyServerOptions;
-  const app: WebhookApp = options.tls
-    ? Fastify({ ...common, https: { ...serverOptions, key: options.tls.key, cert: options.tls.cert, minVersion: options.tls.minVersion } })
-    : // Plain HTTP serves only in-process tests (fastify's inject), which use nothing of the TLS server.
-      (Fastify({ ...common, http: serverOptions as HttpServerOptions }) as unknown as WebhookApp);
-  app.server.headersTimeout = limits.headersTimeoutMs;
-  if (limits.maxConnections > 0) app.server.maxConnections = limits.maxConnections;
 
-  // JSON only: anything else is 415 rather than a guess at what the caller meant.
-  app.removeContentTypeParser('text/plain');
-
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const known =
-      error instanceof ReviewError ? { status: error.statusCode, message: error.message, reason: 'invalid_review' as const } : bodyError(error);
-    if (known) {
-      metrics.refused(known.status, known.reason);
-      request.log.warn({ status: known.status, reason: known.message }, 'rejected admission request');
-      return reply.code(known.status).type('text/plain; charset=utf-8').send(`${oneLine(known.message)}\n`);
+  const answer = async (response: ServerResponse, text: string): Promise<void> => {
+    if (text.length === 0) return refuse(response, 400, 'the body is empty', 'empty_body');
+    let body: unknown;
+    try {
+      body = secureJson.parse(text, undefined, PARSE_OPTIONS);
+    } catch {
+      return refuse(response, 400, 'the body is not valid JSON', 'invalid_json');
     }
-    request.log.error({ err: error }, 'failed to answer admission request');
-    return reply.code(500).type('text/plain; charset=utf-8').send('internal error while answering the request\n');
-  });
-
-  app.setNotFoundHandler((request, reply) => {
-    metrics.refused(404, 'not_found');
-    return reply.code(404).type('text/plain; charset=utf-8').send(`no route for ${request.method} ${request.url}: POST AdmissionReviews to /\n`);
-  });
-
-  app.post('/', async (request, reply) => {
-    const { apiVersion, request: admission } = parseReview(request.body);
+    let parsed;
+    try {
+      parsed = parseReview(body);
+    } catch (err) {
+      if (err instanceof ReviewError) return refuse(response, err.statusCode, err.message, 'invalid_review');
+      throw err;
+    }
+    const { apiVersion, request: admission } = parsed;
     // At info the line that says what was done carries the review's identity too: one line per admission, not two.
     const debug = logger.isLevelEnabled('debug');
     if (debug) {
-      request.log.debug(
+      logger.debug(
         { uid: admission.uid, operation: admission.operation, dryRun: admission.dryRun === true },
         `received admission review request "${admission.uid}" for ${admission.kind.kind.toLowerCase()}/${admission.namespace ?? ''}/${admission.name || objectName(admission.object) || '(generated name)'}`,
       );
     }
     const started = performance.now();
     const handled = await handleAdmission(admission, sources);
-    const body = serializeReview(apiVersion, handled.response);
+    const bytes = encodeReview(apiVersion, handled.response, handled.kind === 'evaluated' ? handled.responseTail : undefined);
     metrics.record(handled, admission.namespace ?? '', (performance.now() - started) / 1e3);
-    logAdmission(request.log, debug, admission, handled);
+    logAdmission(logger, debug, admission, handled);
     options.onAdmitted?.(handled, admission);
-    return reply.code(200).type('application/json; charset=utf-8').send(body);
+    response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': bytes.length });
+    response.end(bytes);
+  };
+
+  const handle: RequestHandler = (request, response) => {
+    // Once closing, a request on a connection that is still open is told to go elsewhere.
+    if (closing) return sendText(response, 503, 'the injector is shutting down: send the review again\n', true);
+    if (request.method !== 'POST' || pathOf(request) !== '/') {
+      metrics.refused(404, 'not_found');
+      return sendText(response, 404, `no route for ${request.method ?? ''} ${oneLine(request.url ?? '')}: POST AdmissionReviews to /\n`);
+    }
+    if (!isJson(request.headers['content-type'])) return refuse(response, 415, 'the body must be application/json', 'unsupported_media_type');
+    const tooLarge = `the body is larger than ${MAX_BODY_BYTES} bytes`;
+    // The client is told at once, and the connection is not kept: the rest of its body is not worth reading.
+    if (Number(request.headers['content-length'] ?? 0) > MAX_BODY_BYTES) return refuse(response, 413, tooLarge, 'body_too_large', true);
+    readBody(request, MAX_BODY_BYTES, (outcome) => {
+      if (outcome === 'too large') return refuse(response, 413, tooLarge, 'body_too_large', true);
+      answer(response, outcome).catch((err: unknown) => {
+        logger.error({ err }, 'failed to answer admission request');
+        if (!response.headersSent) sendText(response, 500, 'internal error while answering the request\n');
+        else response.destroy();
+      });
+    });
+  };
+
+  // node:http reads these at construction (the checking interval is fixed then), so they go to createServer itself.
+  const serverOptions = {
+    requestTimeout: limits.requestTimeoutMs,
+    headersTimeout: limits.headersTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+    maxHeaderSize: limits.maxHeaderBytes,
+  };
+  const server: HttpsServer = options.tls
+    ? createHttpsServer({ ...serverOptions, handshakeTimeout: limits.handshakeTimeoutMs, key: options.tls.key, cert: options.tls.cert, minVersion: options.tls.minVersion }, handle)
+    : // Plain HTTP serves only in-process tests, which use nothing of the TLS server.
+      (createHttpServer(serverOptions, handle) as unknown as HttpsServer);
+  server.headersTimeout = limits.headersTimeoutMs;
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
+  if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
+  answerClientErrors(server, (code) => {
+    if (code === 'ERR_HTTP_REQUEST_TIMEOUT') metrics.refused(408, 'request_timeout');
   });
 
-  return app;
+  return {
+    server,
+    handle,
+    listen: (host, port) => listen(server, host, port),
+    close: () => {
+      closing = true;
+      return closeServer(server);
+    },
+  };
+}
+
+/**
+ * Reads a request's body as UTF-8 text, up to `limit` bytes; past that, tells `done` once and drops the rest. A
+ * client that goes away mid-body gets nothing (there is nobody to answer).
+ */
+function readBody(request: IncomingMessage, limit: number, done: (outcome: string | 'too large') => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  request.on('data', (chunk: Buffer) => {
+    if (over) return;
+    size += chunk.length;
+    if (size > limit) {
+      over = true;
+      chunks.length = 0;
+      done('too large');
+    } else {
+      chunks.push(chunk);
+    }
+  });
+  request.on('end', () => {
+    if (!over) done(chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks, size).toString('utf8'));
+  });
+  request.on('error', () => {
+    over = true;
+  });
 }
 
 /**

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { AnswerCache, answerKey } from '../../src/admission/answer-cache.js';
 import { handleAdmission, type AdmissionSources } from '../../src/admission/handler.js';
-import { parseReview, reviewResponse, serializeReview } from '../../src/admission/review.js';
+import { encodeReview, parseReview, reviewResponse } from '../../src/admission/review.js';
 import { inject, type InjectorConfig } from '../../src/engine/index.js';
 import { admissionReview, decodedPatch } from '../support/admission.js';
 import { pod, testConfig } from '../support/engine.js';
@@ -93,7 +93,7 @@ describe('answerKey', () => {
 });
 
 describe('AnswerCache', () => {
-  const entry = (name: string) => ({ result: { name } as never, patch: name, warnings: undefined });
+  const entry = (name: string) => ({ result: { name } as never, patch: name, warnings: undefined, responseTail: Buffer.from(name) });
 
   it('keeps answers per configuration object: a new configuration starts empty', () => {
     const cache = new AnswerCache();
@@ -132,7 +132,9 @@ describe('handleAdmission with the cache', () => {
       const { request } = parseReview(admissionReview(object, { uid: `uid-${i}`, namespace: 'shop' })) as ReturnType<typeof parseReview>;
       const got = await handleAdmission(request, cached);
       const want = await handleAdmission(request, plain);
-      expect(serializeReview('admission.k8s.io/v1', got.response)).toBe(serializeReview('admission.k8s.io/v1', want.response));
+      // What is sent: the cached tail after this pod's uid must be the bytes a fresh answer would have.
+      const sent = encodeReview('admission.k8s.io/v1', got.response, got.kind === 'evaluated' ? got.responseTail : undefined);
+      expect(sent.toString()).toBe(encodeReview('admission.k8s.io/v1', want.response).toString());
       expect(got.kind === 'evaluated' && got.result.name).toBe(`web-${i}`);
       const patch = JSON.stringify(decodedPatch({ response: got.response }));
       checked.push(`${patch.includes('"linkerd-network-validator"') ? 'cni' : 'init'}/${patch.includes('"name":"LINKERD2_PROXY_LOG","value":"debug') ? 'debug' : 'default'}`);
@@ -144,7 +146,7 @@ describe('handleAdmission with the cache', () => {
   });
 });
 
-describe('serializeReview', () => {
+describe('encodeReview', () => {
   it('writes the same JSON as JSON.stringify of the review, for every kind of response', () => {
     const responses = [
       { uid: 'u"1', allowed: true },
@@ -153,7 +155,7 @@ describe('serializeReview', () => {
     ];
     for (const apiVersion of ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const) {
       for (const response of responses) {
-        expect(JSON.parse(serializeReview(apiVersion, response))).toEqual(JSON.parse(JSON.stringify(reviewResponse(apiVersion, response))));
+        expect(JSON.parse(encodeReview(apiVersion, response).toString())).toEqual(JSON.parse(JSON.stringify(reviewResponse(apiVersion, response))));
       }
     }
   });

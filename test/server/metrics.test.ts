@@ -7,6 +7,7 @@ import { PROXY_ANNOTATIONS } from '../../src/engine/names.js';
 import { ConfigLabelValues, FREE_FORM_VALUES_PER_LABEL, MAX_LABEL_SETS, OTHER } from '../../src/server/metric-labels.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
 import { buildWebhookApp, MAX_BODY_BYTES } from '../../src/server/webhook.js';
+import { inject } from '../support/inject.js';
 import { admissionReview } from '../support/admission.js';
 import { pod, testConfig } from '../support/engine.js';
 
@@ -113,14 +114,14 @@ describe('refused requests', () => {
     });
     try {
       const post = (payload: string, contentType = 'application/json') =>
-        app.inject({ method: 'POST', url: '/', headers: { 'content-type': contentType }, payload });
+        inject(app, { method: 'POST', url: '/', headers: { 'content-type': contentType }, payload });
       expect((await post('{"apiVersion": ')).statusCode).toBe(400);
       expect((await post('')).statusCode).toBe(400);
       expect((await post('[]')).statusCode).toBe(400);
       expect((await post('[]')).statusCode).toBe(400);
       expect((await post('kind: AdmissionReview', 'application/yaml')).statusCode).toBe(415);
       expect((await post(JSON.stringify({ padding: 'x'.repeat(MAX_BODY_BYTES) }))).statusCode).toBe(413);
-      expect((await app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(404);
+      expect((await inject(app, { method: 'GET', url: '/metrics' })).statusCode).toBe(404);
       expect((await post(JSON.stringify(admissionReview(pod())))).statusCode).toBe(200);
       const text = await metrics.metrics();
       expect(series(text, 'proxy_inject_admission_refusals_total').sort()).toEqual([

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SourceUnavailableError, type AdmissionSources } from '../../src/admission/index.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
 import { buildWebhookApp, MAX_BODY_BYTES, type WebhookApp } from '../../src/server/webhook.js';
+import { inject } from '../support/inject.js';
 import { admissionReview, decodedPatch } from '../support/admission.js';
 import { applied, names, pod, testConfig } from '../support/engine.js';
 
@@ -31,7 +32,7 @@ afterEach(async () => {
 const enabledPod = () => pod({ annotations: { 'linkerd.io/inject': 'enabled' } });
 
 async function post(app: ReturnType<typeof setup>['app'], body: unknown, contentType = 'application/json') {
-  return app.inject({
+  return inject(app, {
     method: 'POST',
     url: '/',
     headers: { 'content-type': contentType },
@@ -177,7 +178,7 @@ describe('bad input gets a status and a one-line reason', () => {
 
   it('other methods and paths get 404 with a hint', async () => {
     const { app } = setup();
-    const res = await app.inject({ method: 'GET', url: '/' });
+    const res = await inject(app, { method: 'GET', url: '/' });
     expect(res.statusCode).toBe(404);
     expect(res.body).toMatch(/POST AdmissionReviews to \//);
   });

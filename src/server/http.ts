@@ -1,0 +1,82 @@
+/**
+ * What the two listeners share, on node:http directly: each serves a handful of fixed routes, so a framework's router,
+ * hooks, schema compiler and per-request logger would cost more start-up time, memory and CPU per request than they
+ * save in code.
+ */
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
+import type { Duplex } from 'node:stream';
+
+/** Handles one request; never throws (errors are answered or logged by the handler itself). */
+export type RequestHandler = (request: IncomingMessage, response: ServerResponse) => void;
+
+/** A listener and the handler behind it (the handler alone serves in-process tests). */
+export interface HttpApp<S extends HttpServer | HttpsServer> {
+  readonly server: S;
+  readonly handle: RequestHandler;
+  listen(host: string, port: number): Promise<void>;
+  /** Stops accepting, ends idle connections and resolves once every connection has ended. */
+  close(): Promise<void>;
+}
+
+export const TEXT = 'text/plain; charset=utf-8';
+
+/** Answers with a short text; `close` asks the client not to reuse the connection. */
+export function sendText(response: ServerResponse, status: number, text: string, close = false): void {
+  const headers: Record<string, string | number> = { 'content-type': TEXT, 'content-length': Buffer.byteLength(text) };
+  if (close) headers['connection'] = 'close';
+  response.writeHead(status, headers);
+  response.end(text);
+}
+
+/** The request's path without its query string. */
+export function pathOf(request: IncomingMessage): string {
+  const url = request.url ?? '/';
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+}
+
+export function listen(server: HttpServer | HttpsServer, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const failed = (err: Error) => reject(err);
+    server.once('error', failed);
+    server.listen({ host, port }, () => {
+      server.off('error', failed);
+      resolve();
+    });
+  });
+}
+
+/** Closes the listener; node:http ends idle keep-alive connections itself and waits for busy ones. */
+export function closeServer(server: HttpServer | HttpsServer): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) {
+      resolve();
+      return;
+    }
+    server.close(() => resolve());
+  });
+}
+
+/** node:http's own answers to a request it cannot parse, by error code (the same status lines it writes itself). */
+const CLIENT_ERROR_LINES: Record<string, string> = {
+  ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout',
+  HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: '413 Payload Too Large',
+};
+
+/**
+ * Answers a request node:http could not take (a header or request timeout, headers too large, bytes that are not
+ * HTTP) as node:http does when nobody listens for it, and tells `counted` first, so that such clients show in the
+ * metrics. An answer is written only when no response is under way on the connection.
+ */
+export function answerClientErrors(server: HttpServer | HttpsServer, counted: (code: string | undefined) => void): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    counted(err.code);
+    const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+    if (err.code !== 'ECONNRESET' && socket.writable && (!inFlight || !inFlight.headersSent)) {
+      socket.write(`HTTP/1.1 ${CLIENT_ERROR_LINES[err.code ?? ''] ?? '400 Bad Request'}\r\nConnection: close\r\n\r\n`);
+    }
+    socket.destroy(err);
+  });
+}
