@@ -67,9 +67,24 @@ function evaluated(response: AdmissionResponse, result: AdmissionRecord, owner: 
   return out;
 }
 
-/** Whether the annotations ask for the pod to be injected; other answers are cheaper to compute than to look up. */
+/** Whether a controller (a ReplicaSet, Job, StatefulSet...) made the object: only such pods come many alike. */
+function madeByController(object: Record<string, unknown>): boolean {
+  const metadata = object['metadata'];
+  const owners = isObject(metadata) ? metadata['ownerReferences'] : undefined;
+  return Array.isArray(owners) && owners.some((o) => isObject(o) && o['controller'] === true);
+}
+
+/**
+ * Whether an answer is worth a cache key: a pod that a controller made (a pod created on its own is never followed by
+ * its twin, so its key and its entry would be pure cost) and that asks to be injected (deciding to skip a pod costs
+ * less than writing its key).
+ */
 function worthCaching(kind: string, object: Record<string, unknown>, nsAnnotations: Record<string, string>): boolean {
-  return kind.toLowerCase() === 'pod' && !injectAnnotationDecision('webhook', ownAnnotations(object), nsAnnotations).disabled;
+  return (
+    kind.toLowerCase() === 'pod' &&
+    madeByController(object) &&
+    !injectAnnotationDecision('webhook', ownAnnotations(object), nsAnnotations).disabled
+  );
 }
 
 /**
@@ -94,7 +109,6 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
       owner = resolved instanceof Promise ? await resolved : resolved;
     }
     const config = sources.config();
-    // Only pods that will be injected are worth a key: deciding to skip a pod costs less than writing its key.
     const key = sources.answers && worthCaching(kind, object, nsAnnotations) ? answerKey(kind, namespace, object, nsAnnotations, owner) : undefined;
     const cached = key !== undefined ? sources.answers?.get(config, key) : undefined;
     if (cached) {

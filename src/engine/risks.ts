@@ -142,14 +142,18 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
     });
   }
 
-  const names = namedPorts(spec);
-  const skippedIn = ranges(values.proxyInit.ignoreInboundPorts, names);
-  const requireIdentity = ranges(proxy.requireIdentityOnInboundPorts, names);
-  const explicitOpaque = input.explicitOpaquePorts === undefined ? [] : ranges(input.explicitOpaquePorts, names);
+  // The port lists are parsed only when they can matter: most pods declare no port that skips the proxy.
+  const skipped = values.proxyInit.ignoreInboundPorts;
+  const names = ports.length > 0 && skipped !== '' ? namedPorts(spec) : undefined;
+  const skippedIn = names ? ranges(skipped, names) : [];
+  let requireIdentity: PortRange[] | undefined;
+  let explicitOpaque: PortRange[] | undefined;
   const seen = new Set<number>();
   for (const { port, container } of ports) {
     if (seen.has(port) || !within(port, skippedIn)) continue;
     seen.add(port);
+    requireIdentity ??= ranges(proxy.requireIdentityOnInboundPorts, names ?? new Map());
+    explicitOpaque ??= input.explicitOpaquePorts === undefined ? [] : ranges(input.explicitOpaquePorts, names ?? new Map());
     if (within(port, requireIdentity)) {
       risks.push({
         code: 'skipped_port_requires_identity',

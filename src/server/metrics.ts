@@ -77,6 +77,8 @@ export class InjectorMetrics {
   private readonly pendingRequests = new DeferredCounts();
   private readonly pendingResponses = new DeferredCounts();
   private readonly duration: Histogram;
+  /** The histogram's child for each outcome, looked up once: prom-client hashes the labels on every observe otherwise. */
+  private readonly durationBy = new Map<string, { observe(value: number): void }>();
   private readonly failures: Counter;
   private readonly refusals: Counter;
   private readonly configValues = new ConfigLabelValues();
@@ -160,16 +162,25 @@ export class InjectorMetrics {
   record(handled: HandledAdmission, namespace: string, seconds: number): void {
     switch (handled.kind) {
       case 'ignored':
-        this.duration.observe({ outcome: 'ignored' }, seconds);
+        this.observe('ignored', seconds);
         return;
       case 'failed':
-        this.duration.observe({ outcome: handled.response.allowed ? 'failed-allowed' : 'failed-denied' }, seconds);
+        this.observe(handled.response.allowed ? 'failed-allowed' : 'failed-denied', seconds);
         this.failures.inc({ code: handled.failure.code, denied: String(!handled.response.allowed) });
         return;
       case 'evaluated':
-        this.duration.observe({ outcome: handled.result.outcome }, seconds);
+        this.observe(handled.result.outcome, seconds);
         this.countEvaluated(handled, namespace);
     }
+  }
+
+  private observe(outcome: string, seconds: number): void {
+    let child = this.durationBy.get(outcome);
+    if (!child) {
+      child = this.duration.labels({ outcome });
+      this.durationBy.set(outcome, child);
+    }
+    child.observe(seconds);
   }
 
   private countEvaluated(handled: Extract<HandledAdmission, { kind: 'evaluated' }>, namespace: string): void {

@@ -129,6 +129,7 @@ describe('handleAdmission with the cache', () => {
       if (i === 20) config = testConfig((v) => (v.cniEnabled = true));
       if (i === 40) config = testConfig((v) => (v.proxy.logLevel = 'debug'));
       const object = withIdentity(pod(), `web-${i}`, `uid-${i}`);
+      (object['metadata'] as Record<string, unknown>)['ownerReferences'] = [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-7d4b', uid: 'rs-1', controller: true }];
       const { request } = parseReview(admissionReview(object, { uid: `uid-${i}`, namespace: 'shop' })) as ReturnType<typeof parseReview>;
       const got = await handleAdmission(request, cached);
       const want = await handleAdmission(request, plain);

@@ -110,18 +110,30 @@ describe('handleAdmission', () => {
     expect(failed(await handleAdmission(request(plain()), broken)).response.allowed).toBe(true);
   });
 
+  /** An enabled pod with its own name, made by a ReplicaSet when `controlled`. */
+  const withName = (name: string, controlled: boolean): Record<string, unknown> => {
+    const p = enabled();
+    const metadata = p['metadata'] as Record<string, unknown>;
+    metadata['name'] = name;
+    if (controlled) metadata['ownerReferences'] = [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-7d4b', uid: 'rs-1', controller: true }];
+    return p;
+  };
+
   it('the pods of one rollout share one answer, each reported under its own name', async () => {
     const answers = new AnswerCache();
-    const withName = (name: string): Record<string, unknown> => {
-      const p = enabled();
-      (p['metadata'] as Record<string, unknown>)['name'] = name;
-      return p;
-    };
-    const first = await handleAdmission(request(withName('web-1')), sources({ answers }));
-    const second = await handleAdmission(request(withName('web-2')), sources({ answers }));
+    const first = await handleAdmission(request(withName('web-1', true)), sources({ answers }));
+    const second = await handleAdmission(request(withName('web-2', true)), sources({ answers }));
     expect(answers.stats).toEqual({ hits: 1, misses: 1 });
     expect(second.response.patch).toBe(first.response.patch);
     expect(second.kind === 'evaluated' && second.result.name).toBe('web-2');
+  });
+
+  it('pods that no controller made are answered without the cache: they never come twice', async () => {
+    const answers = new AnswerCache();
+    const first = await handleAdmission(request(withName('job-1', false)), sources({ answers }));
+    const second = await handleAdmission(request(withName('job-2', false)), sources({ answers }));
+    expect(answers.stats).toEqual({ hits: 0, misses: 0 });
+    expect(second.response.patch).toBe(first.response.patch);
   });
 });
 

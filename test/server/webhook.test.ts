@@ -183,6 +183,18 @@ describe('bad input gets a status and a one-line reason', () => {
     expect(res.body).toMatch(/POST AdmissionReviews to \//);
   });
 
+  it.each([
+    ['spelled with escapes', '"\\u005f\\u005fproto__"'],
+    ['after a byte-order mark', '"__proto__"'],
+  ])('a prototype key %s is dropped too', async (what, key) => {
+    const { app } = setup();
+    const body = `{${key}:{"polluted":1},${JSON.stringify(admissionReview(pod(), { uid: 'u-proto' })).slice(1)}`;
+    const res = await post(app, what === 'after a byte-order mark' ? `\ufeff${body}` : body);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().response.uid).toBe('u-proto');
+    expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
+  });
+
   it('prototype-poisoning keys are dropped, not obeyed', async () => {
     const { app } = setup();
     const res = await post(app, `{"__proto__":{"polluted":1},${JSON.stringify(admissionReview(pod())).slice(1)}`);
