@@ -1,28 +1,59 @@
 /**
- * The floor the webhook benchmark compares against: the same fastify, TLS settings, body limit and JSON parsing as
- * `proxy-injector serve`, answering each AdmissionReview with the injector's own answer for it, computed beforehand.
- * What it costs is what HTTPS, HTTP, JSON parsing and writing an answer of that size cost with no injection at all.
- * Usage: node bench/floor-server.mjs <tls dir> <answers.json> <port>; prints "listening" when ready.
+ * The floors the webhook benchmark compares against, answering each AdmissionReview with the injector's own answer for
+ * it, computed beforehand, over the same TLS settings and with the same body limit:
+ * - fastify: the same fastify and JSON parsing (secure-json-parse) a typical Node webhook would use;
+ * - node: node:https alone, with JSON.parse: the transport and nothing else, the lowest a Node server can go.
+ * What a floor costs is what HTTPS, HTTP, JSON parsing and writing an answer of that size cost with no injection.
+ * Usage: node bench/floor-server.mjs <fastify|node> <tls dir> <answers.json> <port>; prints "listening" when ready.
  */
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:https';
 import { join } from 'node:path';
-import Fastify from 'fastify';
 
-const [tlsDir, answersPath, port] = process.argv.slice(2);
+const [kind, tlsDir, answersPath, port] = process.argv.slice(2);
 const answers = new Map(Object.entries(JSON.parse(readFileSync(answersPath, 'utf8'))));
-const app = Fastify({
-  logger: false,
-  bodyLimit: 10 * 1024 * 1024,
-  onProtoPoisoning: 'remove',
-  onConstructorPoisoning: 'remove',
-  return503OnClosing: true,
-  https: { key: readFileSync(join(tlsDir, 'tls.key')), cert: readFileSync(join(tlsDir, 'tls.crt')), minVersion: 'TLSv1.3' },
-});
-app.post('/', async (request, reply) => {
-  const answer = answers.get(request.body?.request?.uid);
-  if (answer === undefined) return reply.code(400).send('unknown uid\n');
-  return reply.type('application/json; charset=utf-8').send(answer);
-});
-await app.listen({ host: '127.0.0.1', port: Number(port) });
+const tls = { key: readFileSync(join(tlsDir, 'tls.key')), cert: readFileSync(join(tlsDir, 'tls.crt')), minVersion: 'TLSv1.3' };
+const LIMIT = 10 * 1024 * 1024;
+let close;
+
+if (kind === 'fastify') {
+  const { default: Fastify } = await import('fastify');
+  const app = Fastify({ logger: false, bodyLimit: LIMIT, onProtoPoisoning: 'remove', onConstructorPoisoning: 'remove', return503OnClosing: true, https: tls });
+  app.post('/', async (request, reply) => {
+    const answer = answers.get(request.body?.request?.uid);
+    if (answer === undefined) return reply.code(400).send('unknown uid\n');
+    return reply.type('application/json; charset=utf-8').send(answer);
+  });
+  await app.listen({ host: '127.0.0.1', port: Number(port) });
+  close = () => app.close();
+} else if (kind === 'node') {
+  const server = createServer(tls, (request, response) => {
+    const chunks = [];
+    let size = 0;
+    request.on('data', (chunk) => {
+      size += chunk.length;
+      if (size <= LIMIT) chunks.push(chunk);
+    });
+    request.on('end', () => {
+      let answer;
+      try {
+        answer = size <= LIMIT ? answers.get(JSON.parse(Buffer.concat(chunks, size).toString('utf8'))?.request?.uid) : undefined;
+      } catch {
+        answer = undefined;
+      }
+      if (answer === undefined) {
+        response.writeHead(400, { 'content-type': 'text/plain' });
+        response.end('unknown uid\n');
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(answer) });
+      response.end(answer);
+    });
+  });
+  await new Promise((resolve) => server.listen(Number(port), '127.0.0.1', resolve));
+  close = () => new Promise((resolve) => server.close(resolve));
+} else {
+  throw new Error(`unknown floor ${JSON.stringify(kind)}: expected fastify or node`);
+}
 process.stdout.write('listening\n');
-process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
+process.on('SIGTERM', () => void close().then(() => process.exit(0)));

@@ -1,14 +1,16 @@
 /**
- * `npm run bench:server`: the webhook against its floor, in one run, with the same load.
+ * `npm run bench:server`: the webhook against its floors, in one run, with the same load.
  *
- * For each request mix (bench/reviews.mjs), the floor (bench/floor-server.mjs: same fastify, TLS and body parsing,
- * answering with the injector's answers computed beforehand) and `proxy-injector serve` (dist/, --no-cluster, info
- * logging to a pipe that is drained) are started, both pinned to CPU 0, warmed up, and loaded in turn from CPU 1 by
- * autocannon with the same keep-alive connections, in alternating rounds of about two seconds (BENCH_SECONDS per
- * server in all): a machine whose load changes during the run then weighs on both alike. Figures are the median over
- * rounds; the ratios are the median of each round's ratio. Every response is checked against the answer the engine
- * gives in this process for that request (allowed, patch, warnings): a run with a single wrong or failed response is
- * not reported. CPU per admission is read from /proc (utime + stime of the server process).
+ * For each request mix (bench/reviews.mjs), two floors (bench/floor-server.mjs, answering with the injector's answers
+ * computed beforehand: `floor` over fastify with its JSON parsing, `bare` over node:https alone) and `proxy-injector
+ * serve` (dist/, --no-cluster, info logging to a pipe that is drained) are started, all pinned to CPU 0 with the
+ * Dockerfile's NODE_OPTIONS, warmed up, and loaded in turn from CPU 1 by autocannon with the same keep-alive
+ * connections, in rounds of about two seconds (BENCH_SECONDS per server in all) whose order rotates: a machine whose
+ * load changes during the run then weighs on all alike. Figures are the median over rounds; each ratio is the median
+ * of the rounds' ratios, against the fastify floor (`ratio`) and against the bare one (`ratioToBare`). Every response
+ * is checked against the answer the engine gives in this process for that request (allowed, patch, warnings): a run
+ * with a single wrong or failed response is not reported. CPU per admission is read from /proc (utime + stime of the
+ * server process).
  *
  * Then, in this process, the time per admission (engine, patch JSON and base64, response JSON) for pods of 1, 10 and
  * 40 containers with 1, 100 and 1,000 annotations, to show how cost grows with the pod.
@@ -32,6 +34,9 @@ const connections = Number(process.env['BENCH_CONNECTIONS'] ?? '16');
 const requestsPerMix = Number(process.env['BENCH_REQUESTS'] ?? (check ? '100' : '500'));
 const mixes = (process.env['BENCH_MIXES'] ?? 'rollout,distinct,skip,large').split(',');
 const canPin = process.platform === 'linux' && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+// The image's memory flags, read from the Dockerfile so that the figures are the image's.
+const nodeOptions = /^ENV NODE_OPTIONS="([^"]*)"/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))?.[1];
+if (nodeOptions === undefined) throw new Error('no ENV NODE_OPTIONS="..." line in the Dockerfile');
 
 if (canPin && process.env['BENCH_PINNED'] === undefined) {
   const run = spawnSync('taskset', ['-c', '1', process.execPath, fileURLToPath(import.meta.url)], { stdio: 'inherit', env: { ...process.env, BENCH_PINNED: '1' } });
@@ -77,7 +82,7 @@ async function start(args, ready) {
   const started = performance.now();
   const child = spawn(canPin ? 'taskset' : process.execPath, canPin ? ['-c', '0', process.execPath, ...args] : args, {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, KUBECONFIG: '', HOME: dir, NODE_OPTIONS: '--max-semi-space-size=2 --max-old-space-size=128' },
+    env: { ...process.env, KUBECONFIG: '', HOME: dir, NODE_OPTIONS: nodeOptions },
   });
   await new Promise((resolve, reject) => {
     let seen = '';
@@ -177,29 +182,31 @@ function summary(rounds, server) {
   };
 }
 
-/** Both servers, warmed up, then loaded in alternating rounds (which goes first alternates too). */
+/** The servers, warmed up, then loaded in rounds; each round starts with the next server in turn. */
 async function compare(mix, servers, bodies, expected) {
   for (const s of servers) await load(s.url, bodies, expected, check ? 0.5 : 2); // warm-up, not counted
   const count = check ? 1 : Math.max(1, Math.round(seconds / ROUND_SECONDS));
-  const rounds = { floor: [], injector: [] };
+  const rounds = Object.fromEntries(servers.map((s) => [s.who, []]));
   for (let i = 0; i < count; i++) {
-    for (const s of i % 2 === 0 ? servers : [...servers].reverse()) {
-      rounds[s.who].push(await round(`${mix} ${s.who}`, s, s.url, bodies, expected, seconds / count));
-    }
+    const order = [...servers.slice(i % servers.length), ...servers.slice(0, i % servers.length)];
+    for (const s of order) rounds[s.who].push(await round(`${mix} ${s.who}`, s, s.url, bodies, expected, seconds / count));
   }
-  const ratios = rounds.injector.map((inj, i) => ({
-    requestsPerSecond: inj.requestsPerSecond / rounds.floor[i].requestsPerSecond,
-    cpuPerAdmission: rounds.floor[i].cpuMicrosPerAdmission / inj.cpuMicrosPerAdmission,
-  }));
-  const [floor, injector] = servers;
-  return {
-    floor: summary(rounds.floor, floor),
-    injector: summary(rounds.injector, injector),
-    rounds: count,
-    ratio: {
+  /** The injector against one floor: the median of the rounds' ratios. */
+  const against = (floor) => {
+    const ratios = rounds.injector.map((inj, i) => ({
+      requestsPerSecond: inj.requestsPerSecond / rounds[floor][i].requestsPerSecond,
+      cpuPerAdmission: rounds[floor][i].cpuMicrosPerAdmission / inj.cpuMicrosPerAdmission,
+    }));
+    return {
       requestsPerSecond: Number(median(ratios.map((r) => r.requestsPerSecond)).toFixed(2)),
       cpuPerAdmission: Number(median(ratios.map((r) => r.cpuPerAdmission)).toFixed(2)),
-    },
+    };
+  };
+  return {
+    ...Object.fromEntries(servers.map((s) => [s.who, summary(rounds[s.who], s)])),
+    rounds: count,
+    ratio: against('floor'),
+    ratioToBare: against('bare'),
   };
 }
 
@@ -223,7 +230,9 @@ for (const mix of mixes) {
   writeFileSync(answersPath, JSON.stringify(Object.fromEntries([...expected].map(([uid, a]) => [uid, JSON.stringify(a)]))));
 
   const floorPort = await freePort();
-  const floor = await start([join(root, 'bench', 'floor-server.mjs'), tlsDir, answersPath, String(floorPort)], 'listening');
+  const floor = await start([join(root, 'bench', 'floor-server.mjs'), 'fastify', tlsDir, answersPath, String(floorPort)], 'listening');
+  const barePort = await freePort();
+  const bare = await start([join(root, 'bench', 'floor-server.mjs'), 'node', tlsDir, answersPath, String(barePort)], 'listening');
   const port = await freePort();
   const injector = await start(
     [join(root, 'dist', 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'],
@@ -231,15 +240,13 @@ for (const mix of mixes) {
   );
   const compared = await compare(mix, [
     { ...floor, who: 'floor', url: `https://127.0.0.1:${floorPort}/` },
+    { ...bare, who: 'bare', url: `https://127.0.0.1:${barePort}/` },
     { ...injector, who: 'injector', url: `https://127.0.0.1:${port}/` },
   ], bodies, expected);
-  await stop(floor.child);
-  await stop(injector.child);
+  for (const s of [floor, bare, injector]) await stop(s.child);
   figures.mixes[mix] = compared;
-  const floorFigures = compared.floor;
-  const injectorFigures = compared.injector;
   const answeredBy = (f) => `${f.requests} requests, ${f.failures} failed`;
-  console.error(`bench: ${mix}: floor ${answeredBy(floorFigures)}; injector ${answeredBy(injectorFigures)}`);
+  console.error(`bench: ${mix}: floor ${answeredBy(compared.floor)}; bare ${answeredBy(compared.bare)}; injector ${answeredBy(compared.injector)}`);
 }
 rmSync(dir, { recursive: true, force: true });
 
@@ -248,8 +255,8 @@ if (process.exitCode) {
   process.exit(1);
 }
 if (check) {
-  const counted = Object.values(figures.mixes).reduce((n, m) => n + m.floor.requests + m.injector.requests, 0);
-  console.log(`bench check: ${counted} responses from the floor and the injector, all allowed with the expected patch`);
+  const counted = Object.values(figures.mixes).reduce((n, m) => n + m.floor.requests + m.bare.requests + m.injector.requests, 0);
+  console.log(`bench check: ${counted} responses from the two floors and the injector, all allowed with the expected patch`);
   process.exit(0);
 }
 
@@ -271,14 +278,14 @@ for (const containers of [1, 10, 40]) {
 }
 figures.series = series;
 
-console.log(`webhook vs floor: node ${process.version}, ${seconds}s per server in alternating rounds, ${connections} keep-alive connections, ${requestsPerMix} distinct requests per mix, servers pinned to one core: ${canPin ? 'yes' : 'no'}`);
-console.log('| mix | server | req/s | p50 ms | p99 ms | max ms | CPU µs/admission | RSS MiB | injector/floor req/s | floor/injector CPU |');
-console.log('|---|---|---|---|---|---|---|---|---|---|');
+console.log(`webhook vs floors: node ${process.version}, NODE_OPTIONS="${nodeOptions}", ${seconds}s per server in rotating rounds, ${connections} keep-alive connections, ${requestsPerMix} distinct requests per mix, servers pinned to one core: ${canPin ? 'yes' : 'no'}`);
+console.log('| mix | server | req/s | p50 ms | p99 ms | max ms | CPU µs/admission | RSS MiB | ready ms | injector/floor req/s | floor/injector CPU | injector/bare req/s | bare/injector CPU |');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const [mix, m] of Object.entries(figures.mixes)) {
-  for (const who of ['floor', 'injector']) {
+  for (const who of ['floor', 'bare', 'injector']) {
     const f = m[who];
-    const ratios = who === 'injector' ? `${m.ratio.requestsPerSecond} | ${m.ratio.cpuPerAdmission}` : ' | ';
-    console.log(`| ${mix} | ${who} | ${f.requestsPerSecond} | ${f.p50Ms} | ${f.p99Ms} | ${f.maxMs} | ${f.cpuMicrosPerAdmission} | ${f.rssMiB} | ${ratios} |`);
+    const ratios = who === 'injector' ? `${m.ratio.requestsPerSecond} | ${m.ratio.cpuPerAdmission} | ${m.ratioToBare.requestsPerSecond} | ${m.ratioToBare.cpuPerAdmission}` : ' | | | ';
+    console.log(`| ${mix} | ${who} | ${f.requestsPerSecond} | ${f.p50Ms} | ${f.p99Ms} | ${f.maxMs} | ${f.cpuMicrosPerAdmission} | ${f.rssMiB} | ${f.readyMs} | ${ratios} |`);
   }
 }
 console.log('\nper admission in process (handler + response JSON), µs, by containers (rows) and annotations (columns):');
