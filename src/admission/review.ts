@@ -85,24 +85,40 @@ export function reviewResponse(apiVersion: AdmissionApiVersion, response: Admiss
 }
 
 /**
- * The JSON of a response after its uid (`,"allowed":...}}`), as bytes. The uid is all that differs between the answers
- * to the pods of one rollout, so the cache keeps this part and every answer from it is a copy, not a serialisation.
- * Written directly: the patch is base64 (A-Z, a-z, 0-9, +, /, =), which never needs escaping, so an answer of many
- * kilobytes is not scanned character by character as JSON.stringify of the whole review would do.
+ * The JSON of a response after its uid (`,"allowed":...}}`). Written directly: the patch is base64 (A-Z, a-z, 0-9, +,
+ * /, =), which never needs escaping, so an answer of many kilobytes is not scanned character by character as
+ * JSON.stringify of the whole review would do.
  */
-export function encodeResponseTail(response: AdmissionResponse): Buffer {
+function responseTail(response: AdmissionResponse): string {
   let out = `,"allowed":${response.allowed}`;
   if (response.status !== undefined) out += `,"status":${JSON.stringify(response.status)}`;
   if (response.warnings !== undefined) out += `,"warnings":${JSON.stringify(response.warnings)}`;
   if (response.auditAnnotations !== undefined) out += `,"auditAnnotations":${JSON.stringify(response.auditAnnotations)}`;
   if (response.patchType !== undefined) out += `,"patchType":${JSON.stringify(response.patchType)}`;
   if (response.patch !== undefined) out += `,"patch":"${response.patch}"`;
-  return Buffer.from(`${out}}}`);
+  return `${out}}}`;
 }
 
-/** The bytes of the review that answers a request: the caller's apiVersion and kind, the uid, then the tail. */
-export function encodeReview(apiVersion: AdmissionApiVersion, response: AdmissionResponse, tail: Buffer = encodeResponseTail(response)): Buffer {
-  const head = Buffer.from(`{"apiVersion":${JSON.stringify(apiVersion)},"kind":"AdmissionReview","response":{"uid":${JSON.stringify(response.uid)}`);
+const reviewHead = (apiVersion: AdmissionApiVersion, uid: string): string =>
+  `{"apiVersion":${JSON.stringify(apiVersion)},"kind":"AdmissionReview","response":{"uid":${JSON.stringify(uid)}`;
+
+/** The JSON of the review that answers a request: the caller's apiVersion and kind, then the response. */
+export function serializeReview(apiVersion: AdmissionApiVersion, response: AdmissionResponse): string {
+  return reviewHead(apiVersion, response.uid) + responseTail(response);
+}
+
+/**
+ * The response's JSON after its uid, as bytes: what the cache keeps with an answer. The uid is all that differs between
+ * the answers to the pods of one rollout, so each of them is then the head and a copy of these bytes
+ * (`encodeReview`), not a serialisation and an encoding of the whole patch again.
+ */
+export function encodeResponseTail(response: AdmissionResponse): Buffer {
+  return Buffer.from(responseTail(response));
+}
+
+/** The review's bytes, from the response's uid and a tail made by `encodeResponseTail` for the same response. */
+export function encodeReview(apiVersion: AdmissionApiVersion, uid: string, tail: Buffer): Buffer {
+  const head = Buffer.from(reviewHead(apiVersion, uid));
   return Buffer.concat([head, tail], head.length + tail.length);
 }
 

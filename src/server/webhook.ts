@@ -6,6 +6,7 @@ import secureJson from 'secure-json-parse';
 import {
   encodeReview,
   handleAdmission,
+  serializeReview,
   parseReview,
   ReviewError,
   type AdmissionRequest,
@@ -141,12 +142,15 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     }
     const started = performance.now();
     const handled = await handleAdmission(admission, sources);
-    const bytes = encodeReview(apiVersion, handled.response, handled.kind === 'evaluated' ? handled.responseTail : undefined);
+    // A cached answer's tail is already bytes; any other answer is written as text, which node:http sends in one piece
+    // with the headers (a small Buffer would be a second chunk to write).
+    const tail = handled.kind === 'evaluated' ? handled.responseTail : undefined;
+    const answerBody = tail ? encodeReview(apiVersion, admission.uid, tail) : serializeReview(apiVersion, handled.response);
     metrics.record(handled, admission.namespace ?? '', (performance.now() - started) / 1e3);
     logAdmission(logger, debug, admission, handled);
     options.onAdmitted?.(handled, admission);
-    response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': bytes.length });
-    response.end(bytes);
+    response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': typeof answerBody === 'string' ? Buffer.byteLength(answerBody) : answerBody.length });
+    response.end(answerBody);
   };
 
   const handle: RequestHandler = (request, response) => {

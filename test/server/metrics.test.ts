@@ -1,5 +1,6 @@
 /** Bounded label values of the admission metrics, and the count of refused requests. */
 import { pino } from 'pino';
+import { Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { handleAdmission, type HandledAdmission } from '../../src/admission/handler.js';
 import type { AdmissionRequest } from '../../src/admission/types.js';
@@ -135,5 +136,36 @@ describe('refused requests', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe('the admission duration histogram', () => {
+  it('is exposed exactly as a prom-client histogram with the same observations would be', async () => {
+    const metrics = new InjectorMetrics({ processMetrics: false });
+    const registry = new Registry();
+    const reference = new Histogram({
+      name: 'proxy_inject_admission_duration_seconds',
+      help: 'Time to answer an admission request, from a decoded body to an encoded response, by outcome.',
+      labelNames: ['outcome'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    });
+    const injected = await handledPod();
+    const ignored: HandledAdmission = { kind: 'ignored', response: { uid: 'u', allowed: true } };
+    // Below the first bound, on a bound, between bounds, and beyond the last.
+    for (const [handled, outcome, seconds] of [
+      [injected, 'injected', 0.00005],
+      [injected, 'injected', 0.001],
+      [injected, 'injected', 0.0123],
+      [ignored, 'ignored', 3],
+      [ignored, 'ignored', 0.3],
+    ] as const) {
+      metrics.record(handled, 'shop', seconds);
+      reference.observe({ outcome }, seconds);
+    }
+    const ours = (await metrics.metrics()).split('\n').filter((l) => l.includes('proxy_inject_admission_duration_seconds'));
+    const theirs = (await registry.metrics()).split('\n').filter((l) => l.includes('proxy_inject_admission_duration_seconds'));
+    expect(ours.length).toBe(2 + 2 * 17);
+    expect(ours).toEqual(theirs);
   });
 });
