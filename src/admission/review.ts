@@ -99,27 +99,22 @@ function responseTail(response: AdmissionResponse): string {
   return `${out}}}`;
 }
 
-const reviewHead = (apiVersion: AdmissionApiVersion, uid: string): string =>
+/** The JSON of a review before its response's uid's closing: `{"apiVersion":...,"response":{"uid":"..."`. */
+export const reviewHeadOf = (apiVersion: AdmissionApiVersion, uid: string): string =>
   `{"apiVersion":${JSON.stringify(apiVersion)},"kind":"AdmissionReview","response":{"uid":${JSON.stringify(uid)}`;
 
 /** The JSON of the review that answers a request: the caller's apiVersion and kind, then the response. */
 export function serializeReview(apiVersion: AdmissionApiVersion, response: AdmissionResponse): string {
-  return reviewHead(apiVersion, response.uid) + responseTail(response);
+  return reviewHeadOf(apiVersion, response.uid) + responseTail(response);
 }
 
 /**
  * The response's JSON after its uid, as bytes: what the cache keeps with an answer. The uid is all that differs between
- * the answers to the pods of one rollout, so each of them is then the head and a copy of these bytes
- * (`encodeReview`), not a serialisation and an encoding of the whole patch again.
+ * the answers to the pods of one rollout, so each of them is then its head (`reviewHeadOf`) and these same bytes, not
+ * a serialisation and an encoding of the whole patch again.
  */
 export function encodeResponseTail(response: AdmissionResponse): Buffer {
   return Buffer.from(responseTail(response));
-}
-
-/** The review's bytes, from the response's uid and a tail made by `encodeResponseTail` for the same response. */
-export function encodeReview(apiVersion: AdmissionApiVersion, uid: string, tail: Buffer): Buffer {
-  const head = Buffer.from(reviewHead(apiVersion, uid));
-  return Buffer.concat([head, tail], head.length + tail.length);
 }
 
 /** Kubernetes limits what it shows of warnings; keep each one short and their number small. */

@@ -4,7 +4,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { Logger } from 'pino';
 import secureJson from 'secure-json-parse';
 import {
-  encodeReview,
+  reviewHeadOf,
   handleAdmission,
   serializeReview,
   parseReview,
@@ -142,15 +142,17 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     }
     const started = performance.now();
     const handled = await handleAdmission(admission, sources);
-    // A cached answer's tail is already bytes; any other answer is written as text, which node:http sends in one piece
-    // with the headers (a small Buffer would be a second chunk to write).
+    // A cached answer's tail is already bytes: it is written after its head without being copied into a new buffer.
+    // Any other answer is text, which node:http writes in one piece with the headers.
     const tail = handled.kind === 'evaluated' ? handled.responseTail : undefined;
-    const answerBody = tail ? encodeReview(apiVersion, admission.uid, tail) : serializeReview(apiVersion, handled.response);
+    const json = tail ? reviewHeadOf(apiVersion, admission.uid) : serializeReview(apiVersion, handled.response);
     metrics.record(handled, admission.namespace ?? '', (performance.now() - started) / 1e3);
     logAdmission(logger, debug, admission, handled);
     options.onAdmitted?.(handled, admission);
-    response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': typeof answerBody === 'string' ? Buffer.byteLength(answerBody) : answerBody.length });
-    response.end(answerBody);
+    response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(json) + (tail?.length ?? 0) });
+    if (!tail) return void response.end(json);
+    response.write(json);
+    response.end(tail);
   };
 
   const handle: RequestHandler = (request, response) => {

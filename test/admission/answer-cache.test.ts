@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { AnswerCache, answerKey } from '../../src/admission/answer-cache.js';
 import { handleAdmission, type AdmissionSources } from '../../src/admission/handler.js';
-import { encodeResponseTail, encodeReview, parseReview, reviewResponse, serializeReview } from '../../src/admission/review.js';
+import { encodeResponseTail, parseReview, reviewHeadOf, reviewResponse, serializeReview } from '../../src/admission/review.js';
 import { inject, type InjectorConfig } from '../../src/engine/index.js';
 import { admissionReview, decodedPatch } from '../support/admission.js';
 import { pod, testConfig } from '../support/engine.js';
@@ -136,7 +136,7 @@ describe('handleAdmission with the cache', () => {
       // What is sent: the cached tail after this pod's uid must be the bytes a fresh answer would have.
       const tail = got.kind === 'evaluated' ? got.responseTail : undefined;
       expect(tail).toBeDefined();
-      expect(encodeReview('admission.k8s.io/v1', `uid-${i}`, tail as Buffer).toString()).toBe(serializeReview('admission.k8s.io/v1', want.response));
+      expect(reviewHeadOf('admission.k8s.io/v1', `uid-${i}`) + (tail as Buffer).toString()).toBe(serializeReview('admission.k8s.io/v1', want.response));
       expect(got.kind === 'evaluated' && got.result.name).toBe(`web-${i}`);
       const patch = JSON.stringify(decodedPatch({ response: got.response }));
       checked.push(`${patch.includes('"linkerd-network-validator"') ? 'cni' : 'init'}/${patch.includes('"name":"LINKERD2_PROXY_LOG","value":"debug') ? 'debug' : 'default'}`);
@@ -148,7 +148,7 @@ describe('handleAdmission with the cache', () => {
   });
 });
 
-describe('serializeReview and encodeReview', () => {
+describe('serializeReview, and a head with an encoded tail', () => {
   it('writes the same JSON as JSON.stringify of the review, for every kind of response', () => {
     const responses = [
       { uid: 'u"1', allowed: true },
@@ -159,7 +159,7 @@ describe('serializeReview and encodeReview', () => {
       for (const response of responses) {
         const plain = JSON.parse(JSON.stringify(reviewResponse(apiVersion, response)));
         expect(JSON.parse(serializeReview(apiVersion, response))).toEqual(plain);
-        expect(encodeReview(apiVersion, response.uid, encodeResponseTail(response)).toString()).toBe(serializeReview(apiVersion, response));
+        expect(reviewHeadOf(apiVersion, response.uid) + encodeResponseTail(response).toString()).toBe(serializeReview(apiVersion, response));
       }
     }
   });
