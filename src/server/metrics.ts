@@ -1,5 +1,5 @@
 /** Prometheus metrics: Linkerd's admission counters with their labels, latency, failures, and process metrics. */
-import { Counter, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import type { Counter, Metric, Registry } from 'prom-client';
 import type { HandledAdmission } from '../admission/index.js';
 import { names } from '../engine/index.js';
 import { ConfigLabelValues, LabelSetCap, OTHER } from './metric-labels.js';
@@ -24,17 +24,29 @@ export type RefusalReason =
   | 'invalid_review';
 
 /**
- * Counts by label set in a plain map and hands the totals to prom-client when metrics are scraped. prom-client
- * validates and hashes all 43 labels on every increment (27 µs per admission, half the engine's own cost); this way
- * that happens once per label set per scrape.
+ * A counter kept by label set in a plain map, whose totals are handed to prom-client when metrics are scraped.
+ * prom-client validates and hashes every label on every increment (27 µs per admission for the 43 labels of the
+ * admission counters, half the engine's own cost); this way that happens once per label set per scrape, and prom-client
+ * itself (a tenth of a second and 12 MiB to load) is not needed until then.
  */
-class DeferredCounts {
+class DeferredCounter {
   private readonly pending = new Map<string, { labels: Record<string, string>; count: number }>();
 
-  add(key: string, labels: () => Record<string, string>): void {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly labelNames: readonly string[],
+  ) {}
+
+  /** Counts under `key`, which stands for the labels `labels()` builds (called only for a key not seen since the last scrape). */
+  add(key: string, labels: () => Record<string, string>, count = 1): void {
     const entry = this.pending.get(key);
-    if (entry) entry.count++;
-    else this.pending.set(key, { labels: labels(), count: 1 });
+    if (entry) entry.count += count;
+    else this.pending.set(key, { labels: labels(), count });
+  }
+
+  inc(labels: Record<string, string>, count = 1): void {
+    this.add(this.labelNames.map((name) => labels[name] ?? '').join('\u0001'), () => labels, count);
   }
 
   flushInto(counter: Counter): void {
@@ -115,80 +127,80 @@ class DurationHistogram {
   }
 }
 
+/** The content type of the exposition (Prometheus text format 0.0.4), as prom-client's registry declares it. */
+const EXPOSITION_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
 export class InjectorMetrics {
-  readonly registry = new Registry();
-  private readonly requests: Counter;
-  private readonly responses: Counter;
-  private readonly pendingRequests = new DeferredCounts();
-  private readonly pendingResponses = new DeferredCounts();
+  private readonly requests = new DeferredCounter(
+    'proxy_inject_admission_requests_total',
+    'Pods and Services the injector evaluated, by owner kind, namespace and the configuration annotations they carry.',
+    ['owner_kind', 'namespace', 'annotation_at', ...CONFIG_LABELS],
+  );
+  private readonly responses = new DeferredCounter(
+    'proxy_inject_admission_responses_total',
+    'Answers the injector gave, by whether injection was skipped and why.',
+    ['owner_kind', 'namespace', 'skip', 'skip_reason', 'annotation_at', ...CONFIG_LABELS],
+  );
   private readonly duration = new DurationHistogram();
-  private readonly failures: Counter;
-  private readonly refusals: Counter;
+  private readonly failures = new DeferredCounter(
+    'proxy_inject_admission_failures_total',
+    'Admission requests that could not be evaluated (the object was denied if it asked for injection), by code.',
+    ['code', 'denied'],
+  );
+  private readonly refusals = new DeferredCounter(
+    'proxy_inject_admission_refusals_total',
+    'Requests refused before they could be evaluated (not an AdmissionReview, not JSON, too large, too slow, wrong path), by HTTP status and reason.',
+    ['status', 'reason'],
+  );
   private readonly configValues = new ConfigLabelValues();
   private readonly requestSets = new LabelSetCap();
   private readonly responseSets = new LabelSetCap();
   /** Linkerd configuration reloads after the first load, by whether the new configuration was applied or refused. */
-  readonly configReloads: Counter;
+  readonly configReloads = new DeferredCounter(
+    'proxy_inject_config_reloads_total',
+    'Changes of the Linkerd configuration seen after the first load, by result (applied or refused).',
+    ['result'],
+  );
   /** Restarts of the watches that feed the caches, by cache and why. */
-  readonly watchRestarts: Counter;
+  readonly watchRestarts = new DeferredCounter(
+    'proxy_inject_watch_restarts_total',
+    'Restarts of the watches feeding the caches, by cache and reason (error or watchdog).',
+    ['informer', 'reason'],
+  );
   /** Namespace annotation lookups, by where the answer came from. */
-  readonly namespaceLookups: Counter;
+  readonly namespaceLookups = new DeferredCounter(
+    'proxy_inject_namespace_lookups_total',
+    'Namespace annotation lookups, by result: cache, read (a direct read after a cache miss) or failed.',
+    ['result'],
+  );
   /** Kubernetes Events, by whether writing them worked, failed, or was dropped because too many were waiting. */
-  readonly events: Counter;
+  readonly events = new DeferredCounter('proxy_inject_events_total', 'Kubernetes Events the injector recorded, by result: written, failed or dropped.', ['result']);
+  private registry: Promise<Registry> | undefined;
 
-  constructor(options: { processMetrics?: boolean } = {}) {
-    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
-    this.requests = new Counter({
-      name: 'proxy_inject_admission_requests_total',
-      help: 'Pods and Services the injector evaluated, by owner kind, namespace and the configuration annotations they carry.',
-      labelNames: ['owner_kind', 'namespace', 'annotation_at', ...CONFIG_LABELS],
-      registers: [this.registry],
-      collect: () => this.pendingRequests.flushInto(this.requests),
+  constructor(private readonly options: { processMetrics?: boolean } = {}) {}
+
+  /**
+   * The prom-client registry, loaded on first use: the process's own metrics (CPU, memory, event loop, GC) are collected
+   * from then on, so the server asks for it right after it starts listening rather than at the first scrape.
+   */
+  load(): Promise<Registry> {
+    this.registry ??= import('prom-client').then(({ Counter, Registry, collectDefaultMetrics }) => {
+      const registry = new Registry();
+      if (this.options.processMetrics !== false) collectDefaultMetrics({ register: registry });
+      for (const deferred of [this.requests, this.responses, this.failures, this.refusals, this.configReloads, this.watchRestarts, this.namespaceLookups, this.events]) {
+        const counter: Counter = new Counter({
+          name: deferred.name,
+          help: deferred.help,
+          labelNames: [...deferred.labelNames],
+          registers: [registry],
+          collect: () => deferred.flushInto(counter),
+        });
+      }
+      // Not a prom-client metric, but the shape its registry reads (see DurationHistogram).
+      registry.registerMetric(this.duration as unknown as Metric);
+      return registry;
     });
-    this.responses = new Counter({
-      name: 'proxy_inject_admission_responses_total',
-      help: 'Answers the injector gave, by whether injection was skipped and why.',
-      labelNames: ['owner_kind', 'namespace', 'skip', 'skip_reason', 'annotation_at', ...CONFIG_LABELS],
-      registers: [this.registry],
-      collect: () => this.pendingResponses.flushInto(this.responses),
-    });
-    this.registry.registerMetric(this.duration as unknown as Metric);
-    this.failures = new Counter({
-      name: 'proxy_inject_admission_failures_total',
-      help: 'Admission requests that could not be evaluated (the object was denied if it asked for injection), by code.',
-      labelNames: ['code', 'denied'],
-      registers: [this.registry],
-    });
-    this.refusals = new Counter({
-      name: 'proxy_inject_admission_refusals_total',
-      help: 'Requests refused before they could be evaluated (not an AdmissionReview, not JSON, too large, too slow, wrong path), by HTTP status and reason.',
-      labelNames: ['status', 'reason'],
-      registers: [this.registry],
-    });
-    this.configReloads = new Counter({
-      name: 'proxy_inject_config_reloads_total',
-      help: 'Changes of the Linkerd configuration seen after the first load, by result (applied or refused).',
-      labelNames: ['result'],
-      registers: [this.registry],
-    });
-    this.watchRestarts = new Counter({
-      name: 'proxy_inject_watch_restarts_total',
-      help: 'Restarts of the watches feeding the caches, by cache and reason (error or watchdog).',
-      labelNames: ['informer', 'reason'],
-      registers: [this.registry],
-    });
-    this.namespaceLookups = new Counter({
-      name: 'proxy_inject_namespace_lookups_total',
-      help: 'Namespace annotation lookups, by result: cache, read (a direct read after a cache miss) or failed.',
-      labelNames: ['result'],
-      registers: [this.registry],
-    });
-    this.events = new Counter({
-      name: 'proxy_inject_events_total',
-      help: 'Kubernetes Events the injector recorded, by result: written, failed or dropped.',
-      labelNames: ['result'],
-      registers: [this.registry],
-    });
+    return this.registry;
   }
 
   /**
@@ -219,14 +231,14 @@ export class InjectorMetrics {
     const at = result.annotationAt;
     const requestKey = labelKey(open, at);
     const request = this.requestSets.admit(requestKey) ? open : FOLDED;
-    this.pendingRequests.add(request === open ? requestKey : labelKey(FOLDED, at), () => labelSet(request, at));
+    this.requests.add(request === open ? requestKey : labelKey(FOLDED, at), () => labelSet(request, at));
     let skip: { skip: string; skip_reason: string };
     if (result.outcome !== 'skipped') skip = { skip: 'false', skip_reason: '' };
     else if (result.kind === 'pod') skip = { skip: 'true', skip_reason: result.reasons.map((r) => r.code).join(',') };
     else return;
     const prefix = `${skip.skip}\u0001${skip.skip_reason}\u0001`;
     const response = this.responseSets.admit(prefix + requestKey) ? open : FOLDED;
-    this.pendingResponses.add(prefix + (response === open ? requestKey : labelKey(FOLDED, at)), () => ({ ...labelSet(response, at), ...skip }));
+    this.responses.add(prefix + (response === open ? requestKey : labelKey(FOLDED, at)), () => ({ ...labelSet(response, at), ...skip }));
   }
 
   /** The configuration labels' values: the few annotations a workload sets, the rest unset. */
@@ -249,11 +261,11 @@ export class InjectorMetrics {
     return { requests: this.requestSets.size, responses: this.responseSets.size };
   }
 
-  metrics(): Promise<string> {
-    return this.registry.metrics();
+  async metrics(): Promise<string> {
+    return (await this.load()).metrics();
   }
 
   get contentType(): string {
-    return this.registry.contentType;
+    return EXPOSITION_TYPE;
   }
 }

@@ -103,6 +103,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const webhookUrl = urlOf('https', webhookAddress, webhookPort);
   const adminUrl = urlOf('http', adminAddress, adminPort);
   logger.info({ webhook: webhookUrl, admin: adminUrl, minTls: options.tlsMinVersion }, 'proxy-injector listening');
+  // The metrics library is loaded now that the listeners are up, not before: nothing needs it to answer a review.
+  metrics.load().catch((err: unknown) => logger.error({ err }, 'cannot load the metrics library: /metrics will fail'));
 
   let stopping: Promise<boolean> | undefined;
   const shutdown = (reason: string): Promise<boolean> => {
