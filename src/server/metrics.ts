@@ -19,7 +19,6 @@ export type RefusalReason =
   | 'unsupported_media_type'
   | 'empty_body'
   | 'invalid_json'
-  | 'content_length_mismatch'
   | 'request_timeout'
   | 'invalid_review';
 

@@ -1,5 +1,5 @@
 /**
- * What node:https and fastify actually enforce for each of `serve`'s limits, measured on a real process with the limits
+ * What node:https actually enforces for each of `serve`'s limits, measured on a real process with the limits
  * set short so that each shows within seconds: one connection per fault, on an otherwise idle server.
  */
 import { connect as tcpConnect } from 'node:net';
@@ -104,6 +104,13 @@ describe('the limits of serve, set short', () => {
     expect(answer).toBe('408');
     expect(lifetimeMs).toBeGreaterThan(1800);
     expect(lifetimeMs).toBeLessThan(2000 + SLACK_MS);
+  });
+
+  it('each 408 is counted as a refusal with reason request_timeout', async () => {
+    // The three tests above each ended a connection with a 408 (they run in order, in this one process).
+    const text = await (await fetch(`${injector.adminUrl}/metrics`)).text();
+    const count = Number(/^proxy_inject_admission_refusals_total\{status="408",reason="request_timeout"\} (\d+)$/m.exec(text)?.[1]);
+    expect(count).toBeGreaterThanOrEqual(3);
   });
 
   it('an idle keep-alive connection is closed at --keep-alive-timeout after its last response', async () => {
