@@ -1,0 +1,243 @@
+/**
+ * Memory and start-up of `proxy-injector serve` in cluster mode: a real kube-apiserver and etcd on loopback (the e2e
+ * suite's control plane, no controllers), the compiled dist/ under the image's NODE_OPTIONS, and a few tens of
+ * thousands of admissions for pods in namespaces that exist: a third owned by a ReplicaSet that exists (the owner is
+ * read once), a third by one that does not (read, 404, every time), a third bare. Every answer must be allowed.
+ *
+ * Reported: the time from spawn to the "proxy-injector listening" line and to /ready; RSS (from /proc) idle, its peak
+ * under load, and after; and what loading each part of the Kubernetes client costs a bare node process.
+ *
+ *   npm run bench:cluster-memory                        30,000 admissions
+ *   BENCH_ADMISSIONS=5000 npm run bench:cluster-memory
+ *
+ * Runs under tsx (it starts the control plane with test/e2e/support/control-plane.ts); the binaries come from
+ * scripts/e2e-binaries.sh as for `npm run test:e2e`.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { kubeRequest, startControlPlane } from '../test/e2e/support/control-plane.ts';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const ADMISSIONS = Number(process.env['BENCH_ADMISSIONS'] ?? '30000');
+const CONCURRENCY = 8;
+const NAMESPACES = 20;
+const MiB = 1024 * 1024;
+
+const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+const nodeOptions = /^ENV NODE_OPTIONS="([^"]*)"/m.exec(dockerfile)?.[1];
+if (!nodeOptions) throw new Error('no ENV NODE_OPTIONS="..." line in the Dockerfile');
+
+/** RSS of a fresh node process after importing each list of modules (and the time the imports took). */
+function moduleCosts() {
+  const probe = `
+    const t = performance.now();
+    for (const m of process.argv.slice(1)) await import(m);
+    const ms = performance.now() - t;
+    globalThis.gc(); await new Promise((r) => setTimeout(r, 100)); globalThis.gc();
+    console.log(JSON.stringify({ ms, rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed }));`;
+  const client = '@kubernetes/client-node';
+  const dist = (p) => join(root, 'dist', p);
+  const rows = [
+    ['node alone', []],
+    [`${client} (the package index)`, [client]],
+    [`${client}/dist/config.js (KubeConfig)`, [`${client}/dist/config.js`]],
+    [`${client}/dist/gen/apis/CoreV1Api.js`, [`${client}/dist/gen/apis/CoreV1Api.js`]],
+    [`${client}/dist/cache.js (ListWatch)`, [`${client}/dist/cache.js`]],
+    [`${client}/dist/watch.js (Watch)`, [`${client}/dist/watch.js`]],
+    ['dist/cluster: everything serve loads with a cluster', ['kubeconfig.js', 'context.js', 'events.js', 'namespaces.js', 'owners.js', 'linkerd-config.js'].map((f) => dist(`cluster/${f}`))],
+  ];
+  return rows.map(([label, modules]) => {
+    const runs = [0, 1, 2].map(() =>
+      JSON.parse(execFileSync(process.execPath, ['--expose-gc', ...nodeOptions.split(' '), '--input-type=module', '-e', probe, ...modules], { cwd: root }).toString()),
+    );
+    const best = (k) => Math.min(...runs.map((r) => r[k]));
+    return { label, rss: best('rss'), heap: best('heap'), ms: best('ms') };
+  });
+}
+
+const costs = moduleCosts();
+const base = costs[0];
+
+const cp = await startControlPlane({ controllers: false });
+const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-cluster-memory-'));
+let server;
+try {
+  const ok = async (method, path, body) => {
+    const res = await kubeRequest(cp, method, path, body);
+    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${res.body.slice(0, 300)}`);
+    return res.json;
+  };
+  const values = 'linkerdVersion: edge-26.8.3\nproxy:\n  logLevel: warn,linkerd=info\n';
+  await ok('POST', '/api/v1/namespaces', { metadata: { name: 'linkerd', labels: { 'config.linkerd.io/admission-webhooks': 'disabled' } } });
+  await ok('POST', '/api/v1/namespaces/linkerd/configmaps', { metadata: { name: 'linkerd-config' }, data: { values } });
+  await ok('POST', '/api/v1/namespaces/linkerd/configmaps', {
+    metadata: { name: 'linkerd-identity-trust-roots' },
+    data: { 'ca-bundle.crt': readFileSync(join(root, 'examples', 'trust-anchors.pem'), 'utf8') },
+  });
+  const replicaSets = [];
+  for (let n = 0; n < NAMESPACES; n++) {
+    const ns = `bench-${n}`;
+    await ok('POST', '/api/v1/namespaces', { metadata: { name: ns, annotations: n % 2 === 0 ? { 'linkerd.io/inject': 'enabled' } : {} } });
+    const labels = { app: 'web' };
+    const rs = await ok('POST', `/apis/apps/v1/namespaces/${ns}/replicasets`, {
+      metadata: {
+        name: 'web-5f7b9c',
+        labels,
+        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`, controller: true }],
+      },
+      spec: { replicas: 0, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'web', image: 'nginx:1.27' }] } } },
+    });
+    replicaSets.push({ name: rs.metadata.name, uid: rs.metadata.uid });
+  }
+
+  const spawnedAt = performance.now();
+  server = spawn(
+    process.execPath,
+    [join(root, 'dist', 'cli', 'main.js'), 'serve', '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--tls-dir', join(dir, 'tls'),
+      '--kubeconfig', cp.kubeconfigPath, '--linkerd-namespace', 'linkerd', '--log-format', 'json'],
+    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: nodeOptions, KUBECONFIG: '', HOME: dir } },
+  );
+  const urls = await new Promise((resolve, reject) => {
+    let seen = '';
+    const onData = (chunk) => {
+      seen += chunk;
+      for (const line of seen.split('\n')) {
+        if (!line.includes('proxy-injector listening')) continue;
+        const entry = JSON.parse(line);
+        server.stdout.off('data', onData);
+        resolve({ webhook: new URL(entry.webhook), admin: entry.admin });
+      }
+    };
+    server.stdout.on('data', onData);
+    server.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
+  });
+  const listeningMs = performance.now() - spawnedAt;
+  server.stdout.resume();
+  // Bounded: 30 s at 20 ms.
+  let readyMs;
+  for (let i = 0; i < 1500 && readyMs === undefined; i++) {
+    const status = await fetch(`${urls.admin}/ready`).then((r) => r.status, () => 0);
+    if (status === 200) readyMs = performance.now() - spawnedAt;
+    else await new Promise((r) => setTimeout(r, 20));
+  }
+  if (readyMs === undefined) throw new Error('serve did not become ready within 30 s');
+
+  const rssNow = () => {
+    const status = readFileSync(`/proc/${server.pid}/status`, 'utf8');
+    return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]) * 1024;
+  };
+  /** The lowest of five readings a second apart: a single one lands anywhere in the garbage collector's cycle. */
+  const settled = async () => {
+    const readings = [];
+    for (let i = 0; i < 5; i++) {
+      await new Promise((r) => setTimeout(r, 1000));
+      readings.push(rssNow());
+    }
+    return Math.min(...readings);
+  };
+  const idle = await settled();
+
+  const sample = JSON.parse(readFileSync(join(root, 'examples', 'admission-review.json'), 'utf8'));
+  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY, rejectUnauthorized: false });
+  const kinds = { existing: 0, missing: 0, bare: 0 };
+  const nth = (i) => {
+    const n = i % NAMESPACES;
+    const ns = `bench-${n}`;
+    const review = structuredClone(sample);
+    review.request.uid = `uid-${i}`;
+    review.request.namespace = ns;
+    const meta = review.request.object.metadata;
+    meta.namespace = ns;
+    delete meta.annotations;
+    switch (i % 3) {
+      case 0:
+        kinds.existing++;
+        meta.name = `web-5f7b9c-${i}`;
+        meta.ownerReferences = [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: replicaSets[n].name, uid: replicaSets[n].uid, controller: true }];
+        break;
+      case 1:
+        kinds.missing++;
+        meta.name = `gone-${i}`;
+        meta.ownerReferences = [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `gone-${i % 50}`, uid: `uid-gone-${i % 50}`, controller: true }];
+        break;
+      default:
+        kinds.bare++;
+        meta.name = `bare-${i}`;
+    }
+    return { body: JSON.stringify(review), injected: n % 2 === 0 };
+  };
+  const post = (body) =>
+    new Promise((resolve, reject) => {
+      const req = request(
+        { hostname: urls.webhook.hostname, port: urls.webhook.port, path: '/', method: 'POST', agent, timeout: 10_000,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+        (res) => {
+          const chunks = [];
+          res.on('data', (c) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString() }));
+          res.on('error', reject);
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error('timed out')));
+      req.on('error', reject);
+      req.end(body);
+    });
+
+  let peak = rssNow();
+  const sampler = setInterval(() => (peak = Math.max(peak, rssNow())), 100);
+  let sent = 0;
+  let failures = 0;
+  const failureSamples = [];
+  const loadStarted = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (sent < ADMISSIONS) {
+        const want = nth(sent++);
+        try {
+          const got = await post(want.body);
+          const good = got.status === 200 && got.text.includes('"allowed":true') && got.text.includes('"patchType"') === want.injected;
+          if (!good) {
+            failures++;
+            if (failureSamples.length < 5) failureSamples.push(`${got.status} ${got.text.slice(0, 160)}`);
+          }
+        } catch (err) {
+          failures++;
+          if (failureSamples.length < 5) failureSamples.push(err.message);
+        }
+      }
+    }),
+  );
+  const loadSeconds = (performance.now() - loadStarted) / 1000;
+  clearInterval(sampler);
+  peak = Math.max(peak, rssNow());
+  agent.destroy();
+  const after = await settled();
+  const metrics = await (await fetch(`${urls.admin}/metrics`)).text();
+  const eventsWritten = metrics.split('\n').filter((l) => /^proxy_inject_events_total\{.*result="written"/.test(l)).map((l) => Number(l.split(' ').at(-1)));
+
+  const mib = (b) => `${(b / MiB).toFixed(1)} MiB`;
+  console.log(`cluster-mode memory: node ${process.version}, NODE_OPTIONS="${nodeOptions}", kube-apiserver and etcd on loopback`);
+  console.log('  (figures taken on a machine shared with other work: times vary with its load, RSS much less)');
+  console.log('  module cost, each loaded alone into a fresh node (RSS above node alone, heap used, import time):');
+  for (const c of costs) {
+    console.log(`    ${c.label.padEnd(58)} RSS ${c === base ? mib(c.rss).padStart(10) : `+${mib(c.rss - base.rss)}`.padStart(10)}   heap ${mib(c.heap).padStart(9)}   ${c.ms.toFixed(0).padStart(4)} ms`);
+  }
+  console.log(`  start-up: "proxy-injector listening" ${listeningMs.toFixed(0)} ms after spawn, /ready 200 after ${readyMs.toFixed(0)} ms`);
+  console.log(`  RSS idle (caches synced)      ${mib(idle)}`);
+  console.log(`  RSS peak under load           ${mib(peak)}   (${ADMISSIONS} admissions, ${CONCURRENCY} connections, ${(ADMISSIONS / loadSeconds).toFixed(0)}/s)`);
+  console.log(`  RSS after load                ${mib(after)}`);
+  console.log(`  pods: ${kinds.existing} owned by an existing ReplicaSet, ${kinds.missing} by a missing one, ${kinds.bare} bare; ` +
+    `events written: ${eventsWritten.reduce((a, b) => a + b, 0)}; unexpected answers: ${failures}${failureSamples.length ? `: ${failureSamples.join('; ')}` : ''}`);
+  if (failures > 0) process.exitCode = 1;
+} finally {
+  if (server && server.exitCode === null) {
+    server.kill('SIGTERM');
+    await new Promise((r) => server.on('exit', r));
+  }
+  rmSync(dir, { recursive: true, force: true });
+  await cp.stop();
+}
