@@ -2,10 +2,11 @@
  * The workload that owns a pod, as Linkerd names it: pod → ReplicaSet → Deployment, Job → CronJob, others by kind.
  * ReplicaSets and Jobs are read once and remembered (all pods of one share it), with a bounded wait for each read.
  */
-import { AppsV1Api, BatchV1Api, type KubeConfig, type V1OwnerReference } from '@kubernetes/client-node';
+import type { V1OwnerReference } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { objectName, type Owner } from '../engine/index.js';
-import { apiErrorMessage, withTimeout } from './api.js';
+import { apiErrorMessage } from './api.js';
+import type { ApiClient } from './client.js';
 
 /** An owner with what an Event needs to point at it. */
 export interface ResolvedOwner extends Owner {
@@ -91,15 +92,16 @@ function fromRef(ref: V1OwnerReference, namespace: string): ResolvedOwner {
 }
 
 /** Reads owners through the API, each read bounded by `timeoutMs`. */
-export function apiOwnerLookup(kubeConfig: KubeConfig, timeoutMs = 1500): OwnerLookup {
-  const apps = kubeConfig.makeApiClient(AppsV1Api);
-  const batch = kubeConfig.makeApiClient(BatchV1Api);
+export function apiOwnerLookup(client: ApiClient, timeoutMs = 1500): OwnerLookup {
   return {
     async ownersOf(kind, namespace, name) {
-      const read: Promise<{ metadata?: { ownerReferences?: V1OwnerReference[] } }> =
-        kind === 'ReplicaSet' ? apps.readNamespacedReplicaSet({ name, namespace }) : batch.readNamespacedJob({ name, namespace });
-      const object = await withTimeout(read, timeoutMs, `reading ${kind} ${namespace}/${name}`);
-      return object.metadata?.ownerReferences ?? [];
+      const collection = kind === 'ReplicaSet' ? '/apis/apps/v1/namespaces/%s/replicasets' : '/apis/batch/v1/namespaces/%s/jobs';
+      const path = `${collection.replace('%s', encodeURIComponent(namespace))}/${encodeURIComponent(name)}`;
+      const object = await client.request<{ metadata?: { ownerReferences?: V1OwnerReference[] } } | undefined>('GET', path, {
+        what: `reading ${kind} ${namespace}/${name}`,
+        timeoutMs,
+      });
+      return object?.metadata?.ownerReferences ?? [];
     },
   };
 }

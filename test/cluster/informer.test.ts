@@ -4,10 +4,11 @@
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CoreV1Api, KubeConfig, type V1Namespace } from '@kubernetes/client-node';
+import type { V1Namespace } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
+import { HttpApiClient } from '../../src/cluster/client.js';
 import { ResilientInformer } from '../../src/cluster/informer.js';
 
 const silent = pino({ level: 'silent' });
@@ -67,6 +68,19 @@ class FakeApiServer {
     if (announce) for (const s of this.streams) s.write(`${JSON.stringify({ type, object: this.object(name, annotations) })}\n`);
   }
 
+  /** Deletes a namespace, telling the watchers. */
+  remove(name: string): void {
+    this.resourceVersion++;
+    const annotations = this.namespaces.get(name) ?? {};
+    this.namespaces.delete(name);
+    for (const s of this.streams) s.write(`${JSON.stringify({ type: 'DELETED', object: this.object(name, annotations) })}\n`);
+  }
+
+  /** Tells the watchers that their resourceVersion is too old, as the API server does after a compaction. */
+  expire(): void {
+    for (const s of this.streams) s.write(`${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } })}\n`);
+  }
+
   /** Ends every open watch normally, as the API server does after its timeout. */
   closeWatches(): void {
     for (const s of this.streams) s.end();
@@ -98,27 +112,19 @@ afterEach(async () => {
 async function setup(options: { watchdogMs?: number; logger?: Logger } = {}) {
   const fake = new FakeApiServer();
   const url = await fake.start();
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'fake', server: url, skipTLSVerify: true }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'c', cluster: 'fake', user: 'u' }],
-    currentContext: 'c',
-  });
-  const api = kc.makeApiClient(CoreV1Api);
+  const client = new HttpApiClient(url, async () => {});
   const restarts: string[] = [];
   const informer = new ResilientInformer<V1Namespace>({
     name: 'namespaces',
-    kubeConfig: kc,
+    client,
     path: '/api/v1/namespaces',
-    list: () => api.listNamespace(),
     logger: options.logger ?? silent,
     initialBackoffMs: 20,
     maxBackoffMs: 100,
     onRestart: (reason) => restarts.push(reason),
     ...(options.watchdogMs !== undefined && { watchdogMs: options.watchdogMs }),
   });
-  cleanups.push(() => fake.stop(), () => informer.stop());
+  cleanups.push(() => fake.stop(), async () => client.close(), () => informer.stop());
   const annotations = (name: string) => informer.get(name)?.metadata?.annotations;
   return { fake, informer, restarts, annotations };
 }
@@ -218,6 +224,28 @@ describe('ResilientInformer', () => {
     await until('the watchdog re-list', () => annotations('shop')?.['v'] === 'missed', 5000);
     expect(restarts).toContain('watchdog');
     expect(fake.lists).toBeGreaterThanOrEqual(2);
+  });
+
+  it('forgets a namespace the watch says was deleted', async () => {
+    const { fake, informer, annotations } = await setup();
+    fake.set('gone', { v: '1' });
+    informer.start();
+    await informer.waitForSync(5000);
+    await until('the watch', () => fake.openWatches === 1);
+    fake.remove('gone');
+    await until('the deletion', () => annotations('gone') === undefined);
+  });
+
+  it('re-lists at once, without counting a restart, when the watch history has expired (410)', async () => {
+    const { fake, informer, restarts, annotations } = await setup();
+    informer.start();
+    await informer.waitForSync(5000);
+    await until('the watch', () => fake.openWatches === 1);
+    fake.set('missed', { v: '1' }, false);
+    fake.expire();
+    await until('the re-list', () => annotations('missed')?.['v'] === '1');
+    expect(fake.lists).toBe(2);
+    expect(restarts).toEqual([]);
   });
 
   it('stop() ends the watch and further restarts', async () => {

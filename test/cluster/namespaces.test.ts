@@ -19,7 +19,7 @@ afterEach(async () => {
 
 async function syncedCache(apiOptions: FakeApiOptions = {}, options: Partial<NamespaceCacheOptions> = {}): Promise<NamespaceCache> {
   api = await fakeApi(apiOptions);
-  cache = new NamespaceCache({ kubeConfig: api.kubeConfig, logger: silent, ...options });
+  cache = new NamespaceCache({ client: api.client, logger: silent, ...options });
   cache.start();
   expect(await cache.waitForSync(5000)).toBe(true);
   return cache;
