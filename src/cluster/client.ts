@@ -101,29 +101,37 @@ export class HttpApiClient implements ApiClient {
         headers['content-type'] = spec.contentType ?? 'application/json';
         headers['content-length'] = Buffer.byteLength(payload);
       }
-      this.open(method, path, headers)
-        .then((r) => {
-          if (settled) {
-            r.destroy();
-            return;
-          }
-          req = r;
-          r.on('error', (err) => finish(new Error(`${spec.what} failed: ${err.message}`)));
-          r.on('response', (res) => {
-            readBody(res, (err, text) => {
-              if (err) return finish(new Error(`${spec.what} failed: ${err.message}`));
-              const status = res.statusCode ?? 0;
-              if (status < 200 || status >= 300) return finish(new ApiError(status, text, spec.what));
-              try {
-                finish(undefined, (text === '' ? undefined : JSON.parse(text)) as T);
-              } catch {
-                finish(new Error(`${spec.what}: the answer is not JSON`));
-              }
+      const attempt = (again: boolean): void => {
+        this.open(method, path, headers)
+          .then((r) => {
+            if (settled) {
+              r.destroy();
+              return;
+            }
+            req = r;
+            r.on('error', (err: NodeJS.ErrnoException) => {
+              // A kept-alive connection the server closed as it was reused: the request never reached it, so a read
+              // is sent once more, on a new connection, within the same time bound.
+              if (!again && method === 'GET' && r.reusedSocket && err.code === 'ECONNRESET' && !settled) return attempt(true);
+              finish(new Error(`${spec.what} failed: ${err.message}`));
             });
-          });
-          r.end(payload);
-        })
-        .catch((err: unknown) => finish(new Error(`${spec.what} failed: ${(err as Error)?.message ?? String(err)}`)));
+            r.on('response', (res) => {
+              readBody(res, (err, text) => {
+                if (err) return finish(new Error(`${spec.what} failed: ${err.message}`));
+                const status = res.statusCode ?? 0;
+                if (status < 200 || status >= 300) return finish(new ApiError(status, text, spec.what));
+                try {
+                  finish(undefined, (text === '' ? undefined : JSON.parse(text)) as T);
+                } catch {
+                  finish(new Error(`${spec.what}: the answer is not JSON`));
+                }
+              });
+            });
+            r.end(payload);
+          })
+          .catch((err: unknown) => finish(new Error(`${spec.what} failed: ${(err as Error)?.message ?? String(err)}`)));
+      };
+      attempt(false);
     });
   }
 

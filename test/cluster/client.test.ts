@@ -65,6 +65,27 @@ describe('HttpApiClient', () => {
     await expect(get(garbled)).rejects.toThrow('reading namespace shop: the answer is not JSON');
   });
 
+  it('a read on a kept-alive connection the server drops is sent again on a new one, a write is not', async () => {
+    const served = new WeakSet<object>();
+    let dropped = 0;
+    const client = await serve((req, res) => {
+      // Each connection answers once; a request on a connection used before is dropped unanswered, as by a server
+      // that closed it while the request was on its way.
+      if (served.has(req.socket)) {
+        dropped++;
+        req.socket.destroy();
+        return;
+      }
+      served.add(req.socket);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"n":1}');
+    });
+    expect(await get(client)).toEqual({ n: 1 });
+    expect(await get(client)).toEqual({ n: 1 });
+    expect(dropped).toBe(1);
+    const write = client.request('POST', '/api/v1/namespaces/shop/events', { what: 'creating an event', timeoutMs: 2000, body: {} });
+    await expect(write).rejects.toThrow(/^creating an event failed: socket hang up/);
+  });
+
   it('a watch delivers its events line by line, then says how it ended', async () => {
     const client = await serve((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
