@@ -15,11 +15,12 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { Agent, request } from 'node:https';
+import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { kubeRequest, startControlPlane } from '../test/e2e/support/control-plane.ts';
+import { imageNodeOptions, listeningUrls, postReview } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const ADMISSIONS = Number(process.env['BENCH_ADMISSIONS'] ?? '30000');
@@ -27,9 +28,7 @@ const CONCURRENCY = 8;
 const NAMESPACES = 20;
 const MiB = 1024 * 1024;
 
-const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
-const nodeOptions = /^ENV NODE_OPTIONS="([^"]*)"/m.exec(dockerfile)?.[1];
-if (!nodeOptions) throw new Error('no ENV NODE_OPTIONS="..." line in the Dockerfile');
+const nodeOptions = imageNodeOptions(root);
 
 /** RSS of a fresh node process after importing each list of modules (and the time the imports took). */
 function moduleCosts() {
@@ -101,20 +100,7 @@ try {
       '--kubeconfig', cp.kubeconfigPath, '--linkerd-namespace', 'linkerd', '--log-format', 'json'],
     { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: nodeOptions, KUBECONFIG: '', HOME: dir } },
   );
-  const urls = await new Promise((resolve, reject) => {
-    let seen = '';
-    const onData = (chunk) => {
-      seen += chunk;
-      for (const line of seen.split('\n')) {
-        if (!line.includes('proxy-injector listening')) continue;
-        const entry = JSON.parse(line);
-        server.stdout.off('data', onData);
-        resolve({ webhook: new URL(entry.webhook), admin: entry.admin });
-      }
-    };
-    server.stdout.on('data', onData);
-    server.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
-  });
+  const urls = await listeningUrls(server);
   const listeningMs = performance.now() - spawnedAt;
   server.stdout.resume();
   // Bounded: 30 s at 20 ms.
@@ -170,22 +156,6 @@ try {
     }
     return { body: JSON.stringify(review), injected: n % 2 === 0 };
   };
-  const post = (body) =>
-    new Promise((resolve, reject) => {
-      const req = request(
-        { hostname: urls.webhook.hostname, port: urls.webhook.port, path: '/', method: 'POST', agent, timeout: 10_000,
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
-        (res) => {
-          const chunks = [];
-          res.on('data', (c) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString() }));
-          res.on('error', reject);
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error('timed out')));
-      req.on('error', reject);
-      req.end(body);
-    });
 
   let peak = rssNow();
   const sampler = setInterval(() => (peak = Math.max(peak, rssNow())), 100);
@@ -198,7 +168,7 @@ try {
       while (sent < ADMISSIONS) {
         const want = nth(sent++);
         try {
-          const got = await post(want.body);
+          const got = await postReview(urls.webhook, agent, want.body);
           const good = got.status === 200 && got.text.includes('"allowed":true') && got.text.includes('"patchType"') === want.injected;
           if (!good) {
             failures++;
