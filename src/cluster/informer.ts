@@ -16,9 +16,14 @@ export interface KubeObject {
 }
 
 interface ObjectList<T> {
-  metadata?: { resourceVersion?: string };
+  metadata?: { resourceVersion?: string; continue?: string };
   items?: T[];
 }
+
+/** Objects per page of a list: a large cluster's namespaces arrive in parts rather than as one huge answer. */
+const PAGE_SIZE = 500;
+/** Most pages of one list, so that a server that keeps answering "continue" cannot keep us listing forever. */
+const MAX_PAGES = 2000;
 
 export interface InformerOptions<T extends KubeObject> {
   /** For logs and metrics, e.g. "namespaces". */
@@ -36,8 +41,10 @@ export interface InformerOptions<T extends KubeObject> {
   maxBackoffMs?: number;
   /** Re-list when nothing (no event, no reconnect) has arrived for this long (default 10 minutes). */
   watchdogMs?: number;
-  /** Longest a list may take (default 60 s). */
+  /** Longest one page of a list may take (default 60 s). */
   listTimeoutMs?: number;
+  /** What the cache keeps of each object (default: all of it); what it does not need costs memory per object. */
+  keep?: (object: T) => T;
 }
 
 /** A watch ended normally sooner than this after opening, with no event, counts as a quick close (see `rewatch`). */
@@ -128,19 +135,26 @@ export class ResilientInformer<T extends KubeObject> {
     this.watch = undefined;
     this.touch();
     const o = this.options;
-    let list: ObjectList<T>;
+    const fresh = new Map<string, T>();
+    let resourceVersion = '';
     try {
-      list = await o.client.request<ObjectList<T>>('GET', this.url(false), { what: `listing ${o.name}`, timeoutMs: o.listTimeoutMs ?? 60_000 });
+      let next: string | undefined;
+      let pages = 0;
+      do {
+        if (++pages > MAX_PAGES) throw new Error(`listing ${o.name}: more than ${MAX_PAGES} pages`);
+        const page = await o.client.request<ObjectList<T>>('GET', this.url(false, next), { what: `listing ${o.name}`, timeoutMs: o.listTimeoutMs ?? 60_000 });
+        if (id !== this.runId) return;
+        for (const item of page.items ?? []) fresh.set(keyOf(item.metadata?.namespace, item.metadata?.name), o.keep ? o.keep(item) : item);
+        resourceVersion = page.metadata?.resourceVersion ?? '';
+        next = page.metadata?.continue || undefined;
+      } while (next);
     } catch (err) {
       if (id === this.runId) this.retry(err);
       return;
     }
-    if (id !== this.runId) return;
     const old = this.store;
-    const fresh = new Map<string, T>();
-    for (const item of list.items ?? []) fresh.set(keyOf(item.metadata?.namespace, item.metadata?.name), item);
     this.store = fresh;
-    this.resourceVersion = list.metadata?.resourceVersion ?? '';
+    this.resourceVersion = resourceVersion;
     for (const item of fresh.values()) o.onChange?.('add', item);
     if (old) for (const [key, item] of old) if (!fresh.has(key)) o.onChange?.('delete', item);
     if (!this.synced) {
@@ -151,10 +165,14 @@ export class ResilientInformer<T extends KubeObject> {
     this.openWatch(id);
   }
 
-  private url(watch: boolean): string {
+  /** The list's URL (from `continueFrom` for a further page), or the watch's. */
+  private url(watch: boolean, continueFrom?: string): string {
     const query = new URLSearchParams();
     if (this.options.fieldSelector) query.set('fieldSelector', this.options.fieldSelector);
-    if (watch) {
+    if (!watch) {
+      query.set('limit', String(PAGE_SIZE));
+      if (continueFrom) query.set('continue', continueFrom);
+    } else {
       query.set('watch', 'true');
       query.set('resourceVersion', this.resourceVersion);
       query.set('allowWatchBookmarks', 'true');
@@ -207,7 +225,7 @@ export class ResilientInformer<T extends KubeObject> {
       case 'MODIFIED': {
         const key = keyOf(meta?.namespace, meta?.name);
         const known = store.has(key);
-        store.set(key, object);
+        store.set(key, this.options.keep ? this.options.keep(object) : object);
         this.resourceVersion = meta?.resourceVersion ?? this.resourceVersion;
         this.options.onChange?.(known ? 'update' : 'add', object);
         break;

@@ -38,6 +38,11 @@ export class NamespaceCache {
       name: 'namespaces',
       client: options.client,
       path: '/api/v1/namespaces',
+      // Only the annotations are read: the rest of a namespace (its managed fields above all) would cost memory per
+      // namespace in a large cluster.
+      keep: ({ metadata: m = {} }) => ({
+        metadata: { ...(m.name !== undefined && { name: m.name }), ...(m.resourceVersion !== undefined && { resourceVersion: m.resourceVersion }), ...(m.annotations && { annotations: m.annotations }) },
+      }),
       logger: options.logger,
       onChange: (_type, ns) => {
         const name = ns.metadata?.name;

@@ -20,6 +20,10 @@ class FakeApiServer {
   watches = 0;
   failLists = 0;
   failWatches = 0;
+  /** When set, lists are answered in pages of this many, as the API server does when asked for a limit. */
+  pageSize: number | undefined;
+  /** The limit and continue token of each list request. */
+  readonly listQueries: string[] = [];
   private readonly streams = new Set<ServerResponse>();
   private server: Server | undefined;
 
@@ -49,8 +53,13 @@ class FakeApiServer {
         res.writeHead(500, { 'content-type': 'application/json' }).end('{"kind":"Status","message":"list failed"}');
         return;
       }
+      this.listQueries.push(`limit=${url.searchParams.get('limit')} continue=${url.searchParams.get('continue') ?? ''}`);
+      const all = [...this.namespaces].map(([name, annotations]) => this.object(name, annotations));
+      const from = Number(url.searchParams.get('continue') ?? '0');
+      const to = this.pageSize === undefined ? all.length : from + this.pageSize;
+      const metadata = { resourceVersion: String(this.resourceVersion), ...(to < all.length && { continue: String(to) }) };
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata: { resourceVersion: String(this.resourceVersion) }, items: [...this.namespaces].map(([name, annotations]) => this.object(name, annotations)) }));
+      res.end(JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata, items: all.slice(from, to) }));
     });
     await new Promise<void>((r) => this.server?.listen(0, '127.0.0.1', r));
     return `http://127.0.0.1:${(this.server?.address() as AddressInfo).port}`;
@@ -224,6 +233,16 @@ describe('ResilientInformer', () => {
     await until('the watchdog re-list', () => annotations('shop')?.['v'] === 'missed', 5000);
     expect(restarts).toContain('watchdog');
     expect(fake.lists).toBeGreaterThanOrEqual(2);
+  });
+
+  it('lists page by page, following the continue token to the end', async () => {
+    const { fake, informer, annotations } = await setup();
+    for (let i = 0; i < 5; i++) fake.set(`ns-${i}`, { n: String(i) }, false);
+    fake.pageSize = 2;
+    informer.start();
+    expect(await informer.waitForSync(5000)).toBe(true);
+    expect(fake.listQueries).toEqual(['limit=500 continue=', 'limit=500 continue=2', 'limit=500 continue=4']);
+    expect([0, 1, 2, 3, 4].map((i) => annotations(`ns-${i}`)?.['n'])).toEqual(['0', '1', '2', '3', '4']);
   });
 
   it('forgets a namespace the watch says was deleted', async () => {

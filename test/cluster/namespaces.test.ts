@@ -35,6 +35,13 @@ describe('NamespaceCache', () => {
     expect(lookups).toEqual(['cache']);
   });
 
+  it('keeps only the name, resourceVersion and annotations of each namespace', async () => {
+    const listed = { metadata: { name: 'shop', resourceVersion: '7', annotations: { a: '1' }, labels: { l: '1' }, managedFields: [{ manager: 'kubectl' }] }, spec: { finalizers: ['kubernetes'] } };
+    const c = await syncedCache({ lists: { '/api/v1/namespaces': [listed] } });
+    expect((c as unknown as { informer: { get(name: string): unknown } }).informer.get('shop')).toEqual({ metadata: { name: 'shop', resourceVersion: '7', annotations: { a: '1' } } });
+    expect(await c.annotations('shop')).toEqual({ a: '1' });
+  });
+
   it('reads a namespace the watch has not delivered once for a burst of pods, then remembers it', async () => {
     const lookups: string[] = [];
     const c = await syncedCache({}, { onLookup: (r) => lookups.push(r) });
