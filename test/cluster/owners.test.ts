@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { OwnerResolver, type OwnerLookup } from '../../src/cluster/owners.js';
+import { apiOwnerLookup, OwnerResolver, type OwnerLookup } from '../../src/cluster/owners.js';
+import { fakeApi } from './fake-api.js';
 
 const silent = pino({ level: 'silent' });
 const ref = (kind: string, name: string, apiVersion = 'apps/v1') => ({ apiVersion, kind, name, uid: `uid-${name}`, controller: true });
@@ -96,5 +97,23 @@ describe('OwnerResolver', () => {
     const resolver = new OwnerResolver(lookup(owners), silent, { ttlMs: 0, maxEntries: 2 });
     for (let i = 0; i < 5; i++) await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
     expect(resolver.size).toBe(1);
+  });
+
+  it('reads ReplicaSets and Jobs at their API paths, and a missing one is an error with its status', async () => {
+    const api = await fakeApi({
+      read: (path, res) => {
+        if (path.includes('/gone')) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","code":404}');
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ metadata: { ownerReferences: [ref('Deployment', 'web')] } }));
+      },
+    });
+    try {
+      const lookup = apiOwnerLookup(api.client);
+      expect(await lookup.ownersOf('ReplicaSet', 'shop', 'web-5f')).toEqual([ref('Deployment', 'web')]);
+      expect(await lookup.ownersOf('Job', 'shop', 'nightly-1')).toHaveLength(1);
+      await expect(lookup.ownersOf('ReplicaSet', 'shop', 'gone')).rejects.toMatchObject({ code: 404 });
+      expect(api.reads).toEqual(['/apis/apps/v1/namespaces/shop/replicasets/web-5f', '/apis/batch/v1/namespaces/shop/jobs/nightly-1', '/apis/apps/v1/namespaces/shop/replicasets/gone']);
+    } finally {
+      await api.close();
+    }
   });
 });
