@@ -53,6 +53,42 @@ describe('OwnerResolver', () => {
     expect(calls).toEqual(['ReplicaSet/shop/web-5f']);
   });
 
+  it('reads a ReplicaSet once for a burst of its pods arriving together', async () => {
+    const calls: string[] = [];
+    const resolver = new OwnerResolver(lookup(owners, calls), silent);
+    const resolved = await Promise.all(Array.from({ length: 20 }, () => resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop')));
+    expect(resolved.every((o) => o.name === 'web')).toBe(true);
+    expect(calls).toEqual(['ReplicaSet/shop/web-5f']);
+  });
+
+  it('remembers for a while that a ReplicaSet does not exist, and says so once', async () => {
+    const calls: string[] = [];
+    const warnings: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push((JSON.parse(line) as { msg: string }).msg) });
+    const resolver = new OwnerResolver(lookup(owners, calls), logger);
+    for (let i = 0; i < 5; i++) expect(await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'gone')), 'shop')).toMatchObject({ kind: 'replicaset', name: 'gone' });
+    expect(calls).toEqual(['ReplicaSet/shop/gone']);
+    expect(warnings).toEqual(['could not read the pod owner; using it as the workload']);
+    const forgetful = new OwnerResolver(lookup(owners, calls), silent, { missingTtlMs: 0 });
+    await forgetful.resolve(podOwnedBy(ref('ReplicaSet', 'gone')), 'shop');
+    await forgetful.resolve(podOwnedBy(ref('ReplicaSet', 'gone')), 'shop');
+    expect(calls).toHaveLength(3);
+  });
+
+  it('reads again after a failure other than 404', async () => {
+    const calls: string[] = [];
+    const failing: OwnerLookup = {
+      async ownersOf(kind, namespace, name) {
+        calls.push(`${kind}/${namespace}/${name}`);
+        throw Object.assign(new Error('etcd unavailable'), { code: 500 });
+      },
+    };
+    const resolver = new OwnerResolver(failing, silent);
+    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
+    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
+    expect(calls).toHaveLength(2);
+  });
+
   it('forgets entries after the TTL', async () => {
     const calls: string[] = [];
     const resolver = new OwnerResolver(lookup(owners, calls), silent, { ttlMs: 0 });
