@@ -1,17 +1,18 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { apiOwnerLookup, OwnerResolver, type OwnerLookup } from '../../src/cluster/owners.js';
+import { apiOwnerLookup, OwnerResolver, type OwnerLookup, type OwnerResolverOptions } from '../../src/cluster/owners.js';
 import { fakeApi } from './fake-api.js';
 
 const silent = pino({ level: 'silent' });
 const ref = (kind: string, name: string, apiVersion = 'apps/v1') => ({ apiVersion, kind, name, uid: `uid-${name}`, controller: true });
 
-function lookup(owners: Record<string, ReturnType<typeof ref>[]>, calls: string[] = []): OwnerLookup {
+/** Answers from `owners`; an owner not there fails with `status` (404: it does not exist). */
+function lookup(owners: Record<string, ReturnType<typeof ref>[]>, calls: string[] = [], status = 404): OwnerLookup {
   return {
     async ownersOf(kind, namespace, name) {
       calls.push(`${kind}/${namespace}/${name}`);
       const found = owners[`${kind}/${name}`];
-      if (!found) throw Object.assign(new Error('not found'), { code: 404 });
+      if (!found) throw Object.assign(new Error(status === 404 ? 'not found' : 'etcd unavailable'), { code: status });
       return found;
     },
   };
@@ -69,32 +70,25 @@ describe('OwnerResolver', () => {
     for (let i = 0; i < 5; i++) expect(await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'gone')), 'shop')).toMatchObject({ kind: 'replicaset', name: 'gone' });
     expect(calls).toEqual(['ReplicaSet/shop/gone']);
     expect(warnings).toEqual(['could not read the pod owner; using it as the workload']);
-    const forgetful = new OwnerResolver(lookup(owners, calls), silent, { missingTtlMs: 0 });
-    await forgetful.resolve(podOwnedBy(ref('ReplicaSet', 'gone')), 'shop');
-    await forgetful.resolve(podOwnedBy(ref('ReplicaSet', 'gone')), 'shop');
-    expect(calls).toHaveLength(3);
+    expect(await readsForTwoPods('gone', { missingTtlMs: 0 })).toBe(2);
   });
 
-  it('reads again after a failure other than 404', async () => {
+  /** How many reads two pods owned by ReplicaSet `name` cost a fresh resolver whose failed reads fail with `status`. */
+  async function readsForTwoPods(name: string, options: OwnerResolverOptions, status = 404): Promise<number> {
     const calls: string[] = [];
-    const failing: OwnerLookup = {
-      async ownersOf(kind, namespace, name) {
-        calls.push(`${kind}/${namespace}/${name}`);
-        throw Object.assign(new Error('etcd unavailable'), { code: 500 });
-      },
-    };
-    const resolver = new OwnerResolver(failing, silent);
-    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
-    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
-    expect(calls).toHaveLength(2);
+    const resolver = new OwnerResolver(lookup(owners, calls, status), silent, options);
+    await resolver.resolve(podOwnedBy(ref('ReplicaSet', name)), 'shop');
+    await resolver.resolve(podOwnedBy(ref('ReplicaSet', name)), 'shop');
+    return calls.length;
+  }
+
+  it('reads again after a failure other than 404', async () => {
+    expect(await readsForTwoPods('unreadable', {}, 500)).toBe(2);
   });
 
   it('forgets entries after the TTL', async () => {
-    const calls: string[] = [];
-    const resolver = new OwnerResolver(lookup(owners, calls), silent, { ttlMs: 0 });
-    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
-    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
-    expect(calls).toHaveLength(2);
+    expect(await readsForTwoPods('web-5f', { ttlMs: 0 })).toBe(2);
+    expect(await readsForTwoPods('web-5f', {})).toBe(1);
   });
 
   it('keeps at most maxEntries', async () => {
