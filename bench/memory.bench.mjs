@@ -9,10 +9,11 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { Agent, request } from 'node:https';
+import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { imageNodeOptions, listeningUrls, postReview } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const FIRST = 10_000;
@@ -23,10 +24,7 @@ const RSS_MARGIN_MIB = 24;
 const HEAP_MARGIN_MIB = 8;
 const MiB = 1024 * 1024;
 
-// The image's memory flags, read from the Dockerfile so the two cannot drift apart.
-const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
-const nodeOptions = /^ENV NODE_OPTIONS="([^"]*)"/m.exec(dockerfile)?.[1];
-if (!nodeOptions) throw new Error('no ENV NODE_OPTIONS="..." line in the Dockerfile');
+const nodeOptions = imageNodeOptions(root);
 
 const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-memory-'));
 const server = spawn(
@@ -35,20 +33,7 @@ const server = spawn(
     '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'],
   { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: nodeOptions, KUBECONFIG: '', HOME: dir } },
 );
-const urls = await new Promise((resolve, reject) => {
-  let seen = '';
-  const onData = (chunk) => {
-    seen += chunk;
-    for (const line of seen.split('\n')) {
-      if (!line.includes('proxy-injector listening')) continue;
-      const entry = JSON.parse(line);
-      server.stdout.off('data', onData);
-      resolve({ webhook: new URL(entry.webhook), admin: entry.admin });
-    }
-  };
-  server.stdout.on('data', onData);
-  server.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
-});
+const urls = await listeningUrls(server);
 // The log goes nowhere from now on, as it would to a collector that keeps up.
 server.stdout.resume();
 
@@ -82,24 +67,6 @@ function nth(i) {
   }
 }
 
-function post(body) {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { hostname: urls.webhook.hostname, port: urls.webhook.port, path: '/', method: 'POST', agent, timeout: 10_000,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
-      (res) => {
-        const chunks = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString() }));
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
 let sent = 0;
 let failures = 0;
 const failureSamples = [];
@@ -110,7 +77,7 @@ async function run(until) {
         const i = sent++;
         const want = nth(i);
         try {
-          const got = await post(want.body);
+          const got = await postReview(urls.webhook, agent, want.body);
           if (got.status !== want.status || (want.expect && !got.text.includes(want.expect))) {
             failures++;
             if (failureSamples.length < 5) failureSamples.push(`#${i}: ${got.status} ${got.text.slice(0, 120)}`);

@@ -1,21 +1,12 @@
-/** Helpers for calls to the Kubernetes API: a bound on how long one may take, and its errors as one line. */
+/** Helpers for calls to the Kubernetes API: their errors as a status and as one line. */
 
-/** Resolves like `promise`, or rejects after `ms` saying what took too long. */
-export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/** The HTTP status of a client-node ApiException, if that is what `err` is. */
+/** The HTTP status of an ApiError (or of any error with a numeric `code`), if that is what `err` is. */
 export function apiStatus(err: unknown): number | undefined {
   const code = (err as { code?: unknown })?.code;
   return typeof code === 'number' ? code : undefined;
 }
 
-/** A one-line description of a client-node error (ApiException bodies are raw JSON text in 1.x). */
+/** A one-line description of an API error: the message of the Status the server answered with, else the error's first line. */
 export function apiErrorMessage(err: unknown): string {
   const e = err as { code?: number; body?: unknown; message?: string };
   if (typeof e?.body === 'string') {

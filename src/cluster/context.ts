@@ -109,7 +109,7 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
   } else {
     const { ApiConfigSource } = await import('./linkerd-config.js');
     apiConfig = new ApiConfigSource({
-      kubeConfig: cluster.kubeConfig,
+      client: cluster.client,
       controlPlaneNamespace: options.controlPlaneNamespace,
       logger,
       onReload,
@@ -130,22 +130,22 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
   }
 
   logger.info({ source: cluster.source, server: cluster.server }, 'using Kubernetes cluster');
-  // The modules that talk to the API load the Kubernetes client, which a process without a cluster never needs.
+  // The modules that talk to the API are loaded only by a process that has a cluster.
   const [{ apiEventSink, EventRecorder }, { NamespaceCache }, { apiOwnerLookup, OwnerResolver }] = await Promise.all([
     import('./events.js'),
     import('./namespaces.js'),
     import('./owners.js'),
   ]);
   const namespaces = new NamespaceCache({
-    kubeConfig: cluster.kubeConfig,
+    client: cluster.client,
     logger,
     onRestart: (reason) => metrics.watchRestarts.inc({ informer: 'namespaces', reason }),
     onLookup: (result) => metrics.namespaceLookups.inc({ result }),
   });
   namespaces.start();
-  const owners = new OwnerResolver(apiOwnerLookup(cluster.kubeConfig), logger);
+  const owners = new OwnerResolver(apiOwnerLookup(cluster.client), logger);
   const recorder = new EventRecorder({
-    sink: apiEventSink(cluster.kubeConfig),
+    sink: apiEventSink(cluster.client),
     logger,
     onDropped: () => metrics.events.inc({ result: 'dropped' }),
     onWritten: (ok) => metrics.events.inc({ result: ok ? 'written' : 'failed' }),
@@ -172,6 +172,7 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
       await recorder.close();
       await namespaces.stop();
       config.close();
+      cluster.client.close();
     },
   };
 }

@@ -3,9 +3,10 @@
  * Repeats (the pods of one rollout) are folded into one Event whose count grows, as kubectl shows them.
  */
 import { hostname } from 'node:os';
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type CoreV1Event, type KubeConfig } from '@kubernetes/client-node';
+import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { apiErrorMessage, apiStatus, withTimeout } from './api.js';
+import { apiErrorMessage, apiStatus } from './api.js';
+import type { ApiClient } from './client.js';
 import type { ResolvedOwner } from './owners.js';
 
 export const EVENT_COMPONENT = 'linkerd-proxy-injector';
@@ -173,19 +174,20 @@ export class EventRecorder {
 const first = (set: Set<string>): string | undefined => set.values().next().value;
 
 /** Writes Events through the core/v1 API, each call bounded by `timeoutMs`. */
-export function apiEventSink(kubeConfig: KubeConfig, timeoutMs = 5000): EventSink {
-  const api = kubeConfig.makeApiClient(CoreV1Api);
+export function apiEventSink(client: ApiClient, timeoutMs = 5000): EventSink {
+  const events = (namespace: string): string => `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`;
   return {
-    async create(namespace, body) {
-      await withTimeout(api.createNamespacedEvent({ namespace, body }), timeoutMs, 'creating an event');
+    async create(namespace, event) {
+      const body = { apiVersion: 'v1', kind: 'Event', ...event };
+      await client.request('POST', events(namespace), { what: 'creating an event', timeoutMs, body });
     },
     async bump(namespace, name, count, last) {
-      const body = { count, lastTimestamp: last.toISOString() };
-      await withTimeout(
-        api.patchNamespacedEvent({ name, namespace, body }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
+      await client.request('PATCH', `${events(namespace)}/${encodeURIComponent(name)}`, {
+        what: 'updating an event',
         timeoutMs,
-        'updating an event',
-      );
+        body: { count, lastTimestamp: last.toISOString() },
+        contentType: 'application/merge-patch+json',
+      });
     },
   };
 }

@@ -1,23 +1,39 @@
 /**
- * A watch-fed cache that survives errors: client-node's ListWatch stops for good on any error but a 410, so this
- * restarts it with backoff, re-lists into a fresh cache when the watch has been silent too long, and says when the
- * first list has arrived. An outage is logged when it starts and when it ends, never per attempt: an API server down
- * for an hour must not flood the log (the attempts are counted through `onRestart`).
+ * A watch-fed cache that survives errors: it lists, then watches from the list's resourceVersion; a watch the server
+ * ends normally is reopened from where it was, one that fails (or a failed list) is retried with backoff by a fresh
+ * list, a watch whose history expired (410) is re-listed at once, and a watch silent for too long is re-listed. The
+ * cache keeps serving throughout: a new list replaces it only once it has arrived. An outage is logged when it starts
+ * and when it ends, never per attempt: an API server down for an hour must not flood the log (the attempts are counted
+ * through `onRestart`).
  */
-import { ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { apiErrorMessage } from './api.js';
+import { ApiError, type ApiClient, type WatchEvent, type WatchHandle } from './client.js';
 
-export interface InformerOptions<T extends KubernetesObject> {
+/** What the cache needs of an object. */
+export interface KubeObject {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
+}
+
+interface ObjectList<T> {
+  metadata?: { resourceVersion?: string; continue?: string };
+  items?: T[];
+}
+
+/** Objects per page of a list: a large cluster's namespaces arrive in parts rather than as one huge answer. */
+const PAGE_SIZE = 500;
+/** Most pages of one list, so that a server that keeps answering "continue" cannot keep us listing forever. */
+const MAX_PAGES = 2000;
+
+export interface InformerOptions<T extends KubeObject> {
   /** For logs and metrics, e.g. "namespaces". */
   name: string;
-  kubeConfig: KubeConfig;
-  /** The collection's API path, e.g. /api/v1/namespaces; must match what `list` lists. */
+  client: ApiClient;
+  /** The collection's API path, e.g. /api/v1/namespaces. */
   path: string;
-  list: () => Promise<KubernetesListObject<T>>;
   fieldSelector?: string;
   logger: Logger;
-  /** Called for every add, update and delete (and for the items of each fresh list). */
+  /** Called for every add, update and delete (and for the items of each fresh list, and what it no longer has). */
   onChange?: (type: 'add' | 'update' | 'delete', object: T) => void;
   /** Told of each restart, with why. */
   onRestart?: (reason: 'error' | 'watchdog') => void;
@@ -25,13 +41,27 @@ export interface InformerOptions<T extends KubernetesObject> {
   maxBackoffMs?: number;
   /** Re-list when nothing (no event, no reconnect) has arrived for this long (default 10 minutes). */
   watchdogMs?: number;
+  /** Longest one page of a list may take (default 60 s). */
+  listTimeoutMs?: number;
+  /** What the cache keeps of each object (default: all of it); what it does not need costs memory per object. */
+  keep?: (object: T) => T;
 }
 
-export class ResilientInformer<T extends KubernetesObject> {
-  private current: ListWatch<T> | undefined;
+/** A watch ended normally sooner than this after opening, with no event, counts as a quick close (see `rewatch`). */
+const QUICK_CLOSE_MS = 1000;
+
+const keyOf = (namespace: string | undefined, name: string | undefined): string => `${namespace ?? ''}/${name ?? ''}`;
+
+export class ResilientInformer<T extends KubeObject> {
+  private store: Map<string, T> | undefined;
+  private resourceVersion = '';
+  private watch: WatchHandle | undefined;
+  /** Incremented by each (re)start and by stop(): answers to an older run are ignored. */
+  private runId = 0;
   private synced = false;
   private stopped = false;
   private attempts = 0;
+  private quickCloses = 0;
   /** When the current run of failures began; undefined while the watch is healthy. */
   private failingSince: number | undefined;
   private lastActivity = Date.now();
@@ -73,80 +103,188 @@ export class ResilientInformer<T extends KubernetesObject> {
   }
 
   get(name: string, namespace?: string): T | undefined {
-    return this.current?.get(name, namespace);
+    return this.store?.get(keyOf(namespace, name));
   }
 
   list(namespace?: string): readonly T[] {
-    return this.current?.list(namespace) ?? [];
+    const all = [...(this.store?.values() ?? [])];
+    return namespace === undefined ? all : all.filter((o) => o.metadata?.namespace === namespace);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.runId++;
     clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
     clearInterval(this.watchdogTimer);
-    const lw = this.current;
-    if (lw) await lw.stop();
+    this.watch?.abort();
+    this.watch = undefined;
+  }
+
+  private touch(): void {
+    this.lastActivity = Date.now();
+  }
+
+  /** Lists into a new cache, swaps it in, then watches from the list's resourceVersion. */
+  private async run(why: 'start' | 'retry' | 'watchdog' | 'expired'): Promise<void> {
+    if (this.stopped) return;
+    const id = ++this.runId;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.watch?.abort();
+    this.watch = undefined;
+    this.touch();
+    const o = this.options;
+    const fresh = new Map<string, T>();
+    let resourceVersion = '';
+    try {
+      let next: string | undefined;
+      let pages = 0;
+      do {
+        if (++pages > MAX_PAGES) throw new Error(`listing ${o.name}: more than ${MAX_PAGES} pages`);
+        const page = await o.client.request<ObjectList<T>>('GET', this.url(false, next), { what: `listing ${o.name}`, timeoutMs: o.listTimeoutMs ?? 60_000 });
+        if (id !== this.runId) return;
+        for (const item of page.items ?? []) fresh.set(keyOf(item.metadata?.namespace, item.metadata?.name), o.keep ? o.keep(item) : item);
+        resourceVersion = page.metadata?.resourceVersion ?? '';
+        next = page.metadata?.continue || undefined;
+      } while (next);
+    } catch (err) {
+      if (id === this.runId) this.retry(err);
+      return;
+    }
+    const old = this.store;
+    this.store = fresh;
+    this.resourceVersion = resourceVersion;
+    for (const item of fresh.values()) o.onChange?.('add', item);
+    if (old) for (const [key, item] of old) if (!fresh.has(key)) o.onChange?.('delete', item);
+    if (!this.synced) {
+      this.synced = true;
+      o.logger.info({ informer: o.name, objects: fresh.size, why }, 'cache synced');
+      this.syncWaiters.splice(0).forEach((wake) => wake());
+    }
+    this.openWatch(id);
+  }
+
+  /** The list's URL (from `continueFrom` for a further page), or the watch's. */
+  private url(watch: boolean, continueFrom?: string): string {
+    const query = new URLSearchParams();
+    if (this.options.fieldSelector) query.set('fieldSelector', this.options.fieldSelector);
+    if (!watch) {
+      query.set('limit', String(PAGE_SIZE));
+      if (continueFrom) query.set('continue', continueFrom);
+    } else {
+      query.set('watch', 'true');
+      query.set('resourceVersion', this.resourceVersion);
+      query.set('allowWatchBookmarks', 'true');
+      // The server ends the watch after 5 to 10 minutes, as client-go asks, so that a connection lost without a word
+      // costs at most that long even before the watchdog.
+      query.set('timeoutSeconds', String(300 + Math.floor(Math.random() * 300)));
+    }
+    const q = query.toString();
+    return q === '' ? this.options.path : `${this.options.path}?${q}`;
+  }
+
+  private openWatch(id: number): void {
+    const o = this.options;
+    const opened = Date.now();
+    let events = 0;
+    this.watch = o.client.watch(this.url(true), {
+      onOpen: () => {
+        this.touch();
+        if (this.failingSince !== undefined) {
+          o.logger.info(
+            { informer: o.name, attempts: this.attempts, downMs: Date.now() - this.failingSince, objects: this.store?.size ?? 0 },
+            'watch resumed',
+          );
+          this.failingSince = undefined;
+        }
+        this.attempts = 0;
+      },
+      onEvent: (event) => {
+        if (id !== this.runId) return;
+        this.touch();
+        events++;
+        this.apply(event);
+      },
+      onClose: (err) => {
+        if (id !== this.runId || this.stopped) return;
+        this.watch = undefined;
+        if (err) this.retry(err);
+        else this.rewatch(id, Date.now() - opened < QUICK_CLOSE_MS && events === 0);
+      },
+    });
+  }
+
+  private apply(event: WatchEvent): void {
+    const object = event.object as T & { code?: number };
+    const store = this.store;
+    if (!store) return;
+    const meta = object?.metadata;
+    switch (event.type) {
+      case 'ADDED':
+      case 'MODIFIED': {
+        const key = keyOf(meta?.namespace, meta?.name);
+        const known = store.has(key);
+        store.set(key, this.options.keep ? this.options.keep(object) : object);
+        this.resourceVersion = meta?.resourceVersion ?? this.resourceVersion;
+        this.options.onChange?.(known ? 'update' : 'add', object);
+        break;
+      }
+      case 'DELETED': {
+        store.delete(keyOf(meta?.namespace, meta?.name));
+        this.resourceVersion = meta?.resourceVersion ?? this.resourceVersion;
+        this.options.onChange?.('delete', object);
+        break;
+      }
+      case 'BOOKMARK':
+        this.resourceVersion = meta?.resourceVersion ?? this.resourceVersion;
+        break;
+      case 'ERROR':
+        this.watch?.abort();
+        this.watch = undefined;
+        // 410 Gone: the history since our resourceVersion was compacted; a fresh list is the normal way on.
+        if (object?.code === 410) void this.run('expired');
+        else this.retry(new ApiError(object?.code ?? 0, JSON.stringify(object), `watching ${this.options.name}`));
+        break;
+      default:
+      // An event type this code does not know changes nothing it keeps.
+    }
   }
 
   /**
-   * Lists into a new ListWatch and swaps it in only once its list has arrived, so a restart never leaves the cache
-   * empty; the old watch is stopped after the swap.
+   * Reopens a watch the server ended normally, from the last resourceVersion, without a list. A server (or proxy) that
+   * keeps ending watches at once is met with growing pauses rather than a tight loop.
    */
-  private async run(why: 'start' | 'retry' | 'watchdog'): Promise<void> {
-    if (this.stopped) return;
-    this.lastActivity = Date.now();
-    const o = this.options;
-    const lw = new ListWatch<T>(o.path, new Watch(o.kubeConfig), o.list, false, undefined, o.fieldSelector);
-    let failed: unknown;
-    const touch = (): void => {
-      this.lastActivity = Date.now();
-    };
-    lw.on('add', (obj) => (touch(), o.onChange?.('add', obj)));
-    lw.on('update', (obj) => (touch(), o.onChange?.('update', obj)));
-    lw.on('delete', (obj) => (touch(), o.onChange?.('delete', obj)));
-    lw.on('connect', touch);
-    lw.on('error', (err) => {
-      failed = err;
-      if (this.current === lw || this.current === undefined) this.retry(lw, err);
-    });
-    try {
-      await lw.start();
-    } catch (err) {
-      failed ??= err;
-    }
-    if (failed !== undefined || this.stopped) {
-      if (failed !== undefined && this.current !== lw) this.retry(lw, failed);
+  private rewatch(id: number, quick: boolean): void {
+    this.quickCloses = quick ? this.quickCloses + 1 : 0;
+    if (this.quickCloses === 0) {
+      this.openWatch(id);
       return;
     }
-    const old = this.current;
-    this.current = lw;
-    if (this.failingSince !== undefined) {
-      o.logger.info(
-        { informer: o.name, attempts: this.attempts, downMs: Date.now() - this.failingSince, objects: lw.list().length },
-        'watch resumed',
-      );
-      this.failingSince = undefined;
-    }
-    this.attempts = 0;
-    if (old && old !== lw) void old.stop();
-    if (!this.synced) {
-      this.synced = true;
-      o.logger.info({ informer: o.name, objects: lw.list().length, why }, 'cache synced');
-      this.syncWaiters.splice(0).forEach((wake) => wake());
-    }
+    const delay = this.backoff(this.quickCloses);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (id === this.runId && !this.stopped) this.openWatch(id);
+    }, delay);
+    this.retryTimer.unref();
   }
 
-  private retry(lw: ListWatch<T>, err: unknown): void {
-    if (this.stopped || this.retryTimer) return;
-    void lw.stop();
-    this.attempts++;
+  private backoff(attempt: number): number {
     const initial = this.options.initialBackoffMs ?? 500;
     const max = this.options.maxBackoffMs ?? 30_000;
-    const delay = Math.min(max, initial * 2 ** Math.min(this.attempts - 1, 16)) * (0.8 + Math.random() * 0.4);
+    return Math.min(max, initial * 2 ** Math.min(attempt - 1, 16)) * (0.8 + Math.random() * 0.4);
+  }
+
+  private retry(err: unknown): void {
+    if (this.stopped || this.retryTimer) return;
+    this.watch?.abort();
+    this.watch = undefined;
+    this.attempts++;
+    const delay = this.backoff(this.attempts);
     if (this.failingSince === undefined) {
       this.failingSince = Date.now();
       this.options.logger.warn(
-        { informer: this.options.name, retryInMs: Math.round(delay), maxBackoffMs: max, err: apiErrorMessage(err) },
+        { informer: this.options.name, retryInMs: Math.round(delay), maxBackoffMs: this.options.maxBackoffMs ?? 30_000, err: apiErrorMessage(err) },
         this.synced ? 'watch failed; serving the cache and retrying with backoff' : 'list failed; retrying with backoff',
       );
     }

@@ -3,9 +3,10 @@
  * `ca-bundle.crt` of ConfigMap linkerd-identity-trust-roots in the control-plane namespace. A change applies to the
  * next admission; an invalid one is logged and refused, and the last good configuration stays in force.
  */
-import { CoreV1Api, type KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
+import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { loadValues, withTrustAnchors, type InjectorConfig } from '../engine/index.js';
+import type { ApiClient } from './client.js';
 import { ConfigHolder, type ConfigSource } from './config-source.js';
 import { ResilientInformer } from './informer.js';
 
@@ -13,7 +14,7 @@ export const LINKERD_CONFIG = 'linkerd-config';
 export const TRUST_ROOTS = 'linkerd-identity-trust-roots';
 
 export interface ApiConfigOptions {
-  kubeConfig: KubeConfig;
+  client: ApiClient;
   controlPlaneNamespace: string;
   logger: Logger;
   onReload?: (applied: boolean, error?: Error) => void;
@@ -33,13 +34,10 @@ export class ApiConfigSource implements ConfigSource {
 
   constructor(private readonly options: ApiConfigOptions) {
     this.holder = new ConfigHolder(options.controlPlaneNamespace, options.logger, options.onReload);
-    const api = options.kubeConfig.makeApiClient(CoreV1Api);
-    const namespace = options.controlPlaneNamespace;
     this.informer = new ResilientInformer<V1ConfigMap>({
       name: 'linkerd configuration',
-      kubeConfig: options.kubeConfig,
-      path: `/api/v1/namespaces/${namespace}/configmaps`,
-      list: () => api.listNamespacedConfigMap({ namespace }),
+      client: options.client,
+      path: `/api/v1/namespaces/${encodeURIComponent(options.controlPlaneNamespace)}/configmaps`,
       logger: options.logger,
       onChange: (type, cm) => {
         const name = cm.metadata?.name;

@@ -1,12 +1,13 @@
 /** Namespace annotations from a watch-fed cache, with a bounded direct read for a namespace the cache has not seen. */
-import { CoreV1Api, type KubeConfig, type V1Namespace } from '@kubernetes/client-node';
+import type { V1Namespace } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { SourceUnavailableError } from '../admission/index.js';
+import { apiErrorMessage } from './api.js';
+import type { ApiClient } from './client.js';
 import { ResilientInformer } from './informer.js';
-import { apiErrorMessage, withTimeout } from './api.js';
 
 export interface NamespaceCacheOptions {
-  kubeConfig: KubeConfig;
+  client: ApiClient;
   logger: Logger;
   /** Longest a direct read may take when the cache misses (default 2000 ms). */
   readTimeoutMs?: number;
@@ -27,19 +28,21 @@ const annotationsOf = (ns: V1Namespace | undefined): Record<string, string> => (
 
 export class NamespaceCache {
   private readonly informer: ResilientInformer<V1Namespace>;
-  private readonly api: CoreV1Api;
   /** Direct reads in progress, so a burst of pods in a new namespace reads it once. */
   private readonly reading = new Map<string, Promise<Record<string, string>>>();
   /** Namespaces read directly, until the watch delivers them or a minute passes (a broken watch must not pin them). */
   private readonly readThrough = new Map<string, { annotations: Record<string, string>; at: number }>();
 
   constructor(private readonly options: NamespaceCacheOptions) {
-    this.api = options.kubeConfig.makeApiClient(CoreV1Api);
     this.informer = new ResilientInformer<V1Namespace>({
       name: 'namespaces',
-      kubeConfig: options.kubeConfig,
+      client: options.client,
       path: '/api/v1/namespaces',
-      list: () => this.api.listNamespace(),
+      // Only the annotations are read: the rest of a namespace (its managed fields above all) would cost memory per
+      // namespace in a large cluster.
+      keep: ({ metadata: m = {} }) => ({
+        metadata: { ...(m.name !== undefined && { name: m.name }), ...(m.resourceVersion !== undefined && { resourceVersion: m.resourceVersion }), ...(m.annotations && { annotations: m.annotations }) },
+      }),
       logger: options.logger,
       onChange: (_type, ns) => {
         const name = ns.metadata?.name;
@@ -104,7 +107,8 @@ export class NamespaceCache {
     let pending = this.reading.get(name);
     if (!pending) {
       const timeoutMs = this.options.readTimeoutMs ?? 2000;
-      pending = withTimeout(this.api.readNamespace({ name }), timeoutMs, `reading namespace ${name}`)
+      pending = this.options.client
+        .request<V1Namespace>('GET', `/api/v1/namespaces/${encodeURIComponent(name)}`, { what: `reading namespace ${name}`, timeoutMs })
         .then((ns) => {
           const annotations = annotationsOf(ns);
           this.remember(name, annotations);

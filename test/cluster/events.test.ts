@@ -1,7 +1,10 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { EventRecorder, type EventSink, type PendingEvent } from '../../src/cluster/events.js';
+import { HttpApiClient } from '../../src/cluster/client.js';
+import { apiEventSink, EventRecorder, type EventSink, type PendingEvent } from '../../src/cluster/events.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -153,5 +156,38 @@ describe('EventRecorder', () => {
     // The first series is being written (its occurrences are no longer waiting), so it made room for one more.
     expect(dropped).toBe(39);
     await recorder.close(10);
+  });
+});
+
+describe('apiEventSink', () => {
+  it('creates an Event with a POST and raises its count with a merge patch', async () => {
+    const seen: Array<{ line: string; type: string | undefined; body: Record<string, unknown> }> = [];
+    const server = createServer((req, res) => {
+      let text = '';
+      req.on('data', (c: Buffer) => (text += c.toString()));
+      req.on('end', () => {
+        seen.push({ line: `${req.method} ${req.url}`, type: req.headers['content-type'], body: JSON.parse(text) as Record<string, unknown> });
+        res.writeHead(201, { 'content-type': 'application/json' }).end(text);
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const client = new HttpApiClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, async () => {});
+    try {
+      const sink = apiEventSink(client);
+      await sink.create('shop', { metadata: { name: 'web.1' }, involvedObject: { kind: 'Deployment', name: 'web' }, reason: 'Injected' });
+      await sink.bump('shop', 'web.1', 3, new Date('2026-01-02T03:04:05Z'));
+      expect(seen).toEqual([
+        {
+          line: 'POST /api/v1/namespaces/shop/events',
+          type: 'application/json',
+          body: { apiVersion: 'v1', kind: 'Event', metadata: { name: 'web.1' }, involvedObject: { kind: 'Deployment', name: 'web' }, reason: 'Injected' },
+        },
+        { line: 'PATCH /api/v1/namespaces/shop/events/web.1', type: 'application/merge-patch+json', body: { count: 3, lastTimestamp: '2026-01-02T03:04:05.000Z' } },
+      ]);
+    } finally {
+      client.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });

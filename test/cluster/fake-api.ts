@@ -1,10 +1,10 @@
 /** A fake API server on loopback for the cluster caches: a list of given items, a watch that never delivers, and reads. */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
+import { HttpApiClient, type ApiClient } from '../../src/cluster/client.js';
 
 export interface FakeApi {
-  kubeConfig: KubeConfig;
+  client: ApiClient;
   /** Paths of the direct reads (not lists or watches), in order. */
   reads: string[];
   close(): Promise<void>;
@@ -46,17 +46,12 @@ export async function fakeApi(options: FakeApiOptions = {}): Promise<FakeApi> {
     (options.read ?? namespaceFrom)(url.pathname, res);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromOptions({
-    clusters: [{ name: 'fake', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'c', cluster: 'fake', user: 'u' }],
-    currentContext: 'c',
-  });
+  const client = new HttpApiClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, async () => {});
   return {
-    kubeConfig,
+    client,
     reads,
     close: async () => {
+      client.close();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     },

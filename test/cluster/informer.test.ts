@@ -4,10 +4,11 @@
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CoreV1Api, KubeConfig, type V1Namespace } from '@kubernetes/client-node';
+import type { V1Namespace } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
+import { HttpApiClient } from '../../src/cluster/client.js';
 import { ResilientInformer } from '../../src/cluster/informer.js';
 
 const silent = pino({ level: 'silent' });
@@ -19,6 +20,10 @@ class FakeApiServer {
   watches = 0;
   failLists = 0;
   failWatches = 0;
+  /** When set, lists are answered in pages of this many, as the API server does when asked for a limit. */
+  pageSize: number | undefined;
+  /** The limit and continue token of each list request. */
+  readonly listQueries: string[] = [];
   private readonly streams = new Set<ServerResponse>();
   private server: Server | undefined;
 
@@ -48,8 +53,13 @@ class FakeApiServer {
         res.writeHead(500, { 'content-type': 'application/json' }).end('{"kind":"Status","message":"list failed"}');
         return;
       }
+      this.listQueries.push(`limit=${url.searchParams.get('limit')} continue=${url.searchParams.get('continue') ?? ''}`);
+      const all = [...this.namespaces].map(([name, annotations]) => this.object(name, annotations));
+      const from = Number(url.searchParams.get('continue') ?? '0');
+      const to = this.pageSize === undefined ? all.length : from + this.pageSize;
+      const metadata = { resourceVersion: String(this.resourceVersion), ...(to < all.length && { continue: String(to) }) };
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata: { resourceVersion: String(this.resourceVersion) }, items: [...this.namespaces].map(([name, annotations]) => this.object(name, annotations)) }));
+      res.end(JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata, items: all.slice(from, to) }));
     });
     await new Promise<void>((r) => this.server?.listen(0, '127.0.0.1', r));
     return `http://127.0.0.1:${(this.server?.address() as AddressInfo).port}`;
@@ -65,6 +75,19 @@ class FakeApiServer {
     const type = this.namespaces.has(name) ? 'MODIFIED' : 'ADDED';
     this.namespaces.set(name, annotations);
     if (announce) for (const s of this.streams) s.write(`${JSON.stringify({ type, object: this.object(name, annotations) })}\n`);
+  }
+
+  /** Deletes a namespace, telling the watchers. */
+  remove(name: string): void {
+    this.resourceVersion++;
+    const annotations = this.namespaces.get(name) ?? {};
+    this.namespaces.delete(name);
+    for (const s of this.streams) s.write(`${JSON.stringify({ type: 'DELETED', object: this.object(name, annotations) })}\n`);
+  }
+
+  /** Tells the watchers that their resourceVersion is too old, as the API server does after a compaction. */
+  expire(): void {
+    for (const s of this.streams) s.write(`${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } })}\n`);
   }
 
   /** Ends every open watch normally, as the API server does after its timeout. */
@@ -98,27 +121,19 @@ afterEach(async () => {
 async function setup(options: { watchdogMs?: number; logger?: Logger } = {}) {
   const fake = new FakeApiServer();
   const url = await fake.start();
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'fake', server: url, skipTLSVerify: true }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'c', cluster: 'fake', user: 'u' }],
-    currentContext: 'c',
-  });
-  const api = kc.makeApiClient(CoreV1Api);
+  const client = new HttpApiClient(url, async () => {});
   const restarts: string[] = [];
   const informer = new ResilientInformer<V1Namespace>({
     name: 'namespaces',
-    kubeConfig: kc,
+    client,
     path: '/api/v1/namespaces',
-    list: () => api.listNamespace(),
     logger: options.logger ?? silent,
     initialBackoffMs: 20,
     maxBackoffMs: 100,
     onRestart: (reason) => restarts.push(reason),
     ...(options.watchdogMs !== undefined && { watchdogMs: options.watchdogMs }),
   });
-  cleanups.push(() => fake.stop(), () => informer.stop());
+  cleanups.push(() => fake.stop(), async () => client.close(), () => informer.stop());
   const annotations = (name: string) => informer.get(name)?.metadata?.annotations;
   return { fake, informer, restarts, annotations };
 }
@@ -218,6 +233,38 @@ describe('ResilientInformer', () => {
     await until('the watchdog re-list', () => annotations('shop')?.['v'] === 'missed', 5000);
     expect(restarts).toContain('watchdog');
     expect(fake.lists).toBeGreaterThanOrEqual(2);
+  });
+
+  it('lists page by page, following the continue token to the end', async () => {
+    const { fake, informer, annotations } = await setup();
+    for (let i = 0; i < 5; i++) fake.set(`ns-${i}`, { n: String(i) }, false);
+    fake.pageSize = 2;
+    informer.start();
+    expect(await informer.waitForSync(5000)).toBe(true);
+    expect(fake.listQueries).toEqual(['limit=500 continue=', 'limit=500 continue=2', 'limit=500 continue=4']);
+    expect([0, 1, 2, 3, 4].map((i) => annotations(`ns-${i}`)?.['n'])).toEqual(['0', '1', '2', '3', '4']);
+  });
+
+  it('forgets a namespace the watch says was deleted', async () => {
+    const { fake, informer, annotations } = await setup();
+    fake.set('gone', { v: '1' });
+    informer.start();
+    await informer.waitForSync(5000);
+    await until('the watch', () => fake.openWatches === 1);
+    fake.remove('gone');
+    await until('the deletion', () => annotations('gone') === undefined);
+  });
+
+  it('re-lists at once, without counting a restart, when the watch history has expired (410)', async () => {
+    const { fake, informer, restarts, annotations } = await setup();
+    informer.start();
+    await informer.waitForSync(5000);
+    await until('the watch', () => fake.openWatches === 1);
+    fake.set('missed', { v: '1' }, false);
+    fake.expire();
+    await until('the re-list', () => annotations('missed')?.['v'] === '1');
+    expect(fake.lists).toBe(2);
+    expect(restarts).toEqual([]);
   });
 
   it('stop() ends the watch and further restarts', async () => {

@@ -1,64 +1,150 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+/**
+ * connectToCluster: which credentials it finds, and that each kind reaches a fake API server on loopback as the API
+ * server expects it (a bearer token, a token file, basic auth, a CA and a TLS server name, an exec plugin).
+ */
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { apiErrorMessage, withTimeout } from '../../src/cluster/api.js';
-import { connectToCluster } from '../../src/cluster/kubeconfig.js';
+import { apiErrorMessage } from '../../src/cluster/api.js';
+import { connectToCluster, type ClusterConnection } from '../../src/cluster/kubeconfig.js';
+import { ensureCertificates } from '../../src/tls/index.js';
 
 const dirs: string[] = [];
-afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+  dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true }));
+});
 
-const KUBECONFIG = `apiVersion: v1
+const tempDir = (prefix: string): string => {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(dir);
+  return dir;
+};
+
+const kubeconfig = (server: string, user: string, cluster = '', current = 'x') => `apiVersion: v1
 kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}}]
-users: [{name: u, user: {token: abc}}]
+clusters: [{name: c, cluster: {server: "${server}"${cluster}}}]
+users: [{name: u, user: {${user}}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
+current-context: ${current}
 `;
+
+/** An API server that answers every GET with a namespace and remembers the Authorization header of each request. */
+async function recordingApi(tls?: { key: Buffer; cert: Buffer }): Promise<{ url: string; authorizations: Array<string | undefined> }> {
+  const authorizations: Array<string | undefined> = [];
+  const handler = (req: IncomingMessage, res: import('node:http').ServerResponse) => {
+    authorizations.push(req.headers.authorization);
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"kind":"Namespace","metadata":{"name":"shop"}}');
+  };
+  const server: Server = tls ? createHttpsServer(tls, handler) : createHttpServer(handler);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  cleanups.push(() => {
+    server.closeAllConnections();
+    return new Promise((r) => server.close(() => r()));
+  });
+  return { url: `${tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}`, authorizations };
+}
+
+async function connect(path: string): Promise<ClusterConnection> {
+  const c = await connectToCluster({ kubeconfig: path });
+  if (!c) throw new Error('no cluster');
+  cleanups.push(() => c.client.close());
+  return c;
+}
+
+const readNamespace = (c: ClusterConnection) => c.client.request<{ metadata: { name: string } }>('GET', '/api/v1/namespaces/shop', { what: 'reading namespace shop', timeoutMs: 5000 });
 
 describe('connectToCluster', () => {
   it('returns nothing without credentials, rather than guessing localhost:8080', async () => {
-    const home = mkdtempSync(join(tmpdir(), 'pi-home-'));
-    dirs.push(home);
+    const home = tempDir('pi-home-');
     const saved = process.env['HOME'];
     process.env['HOME'] = home;
     try {
-      expect(await connectToCluster({ env: {} })).toBeUndefined();
+      expect(await connectToCluster({ env: {}, serviceAccountDir: join(home, 'none') })).toBeUndefined();
     } finally {
       process.env['HOME'] = saved;
     }
   });
 
-  it('uses $KUBECONFIG', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'pi-kc-'));
-    dirs.push(dir);
-    writeFileSync(join(dir, 'config'), KUBECONFIG);
-    const saved = process.env['KUBECONFIG'];
-    process.env['KUBECONFIG'] = join(dir, 'config');
-    try {
-      const c = await connectToCluster({ env: { KUBECONFIG: join(dir, 'config') } });
-      expect(c?.server).toBe('https://127.0.0.1:6443');
-      expect(c?.source).toBe(join(dir, 'config'));
-    } finally {
-      if (saved === undefined) delete process.env['KUBECONFIG'];
-      else process.env['KUBECONFIG'] = saved;
-    }
+  it('uses $KUBECONFIG, and of several files the first to name the current context, as kubectl does', async () => {
+    const dir = tempDir('pi-kc-');
+    writeFileSync(join(dir, 'first'), kubeconfig('https://127.0.0.1:6443', 'token: abc', ', insecure-skip-tls-verify: true'));
+    writeFileSync(join(dir, 'second'), kubeconfig('https://127.0.0.1:7443', 'token: def', '', 'y'));
+    const files = `${join(dir, 'first')}${delimiter}${join(dir, 'missing')}${delimiter}${join(dir, 'second')}`;
+    const c = await connectToCluster({ env: { KUBECONFIG: files } });
+    c?.client.close();
+    expect(c?.server).toBe('https://127.0.0.1:6443');
+    expect(c?.source).toBe(`${join(dir, 'first')}${delimiter}${join(dir, 'second')}`);
   });
 
   it('an explicit --kubeconfig that does not exist is an error', async () => {
     await expect(connectToCluster({ kubeconfig: '/nonexistent/kubeconfig' })).rejects.toThrowError(/no such file/);
   });
-});
 
-describe('helpers', () => {
-  it('withTimeout rejects saying what was slow', async () => {
-    await expect(withTimeout(new Promise(() => {}), 10, 'reading namespace shop')).rejects.toThrow(
-      'reading namespace shop did not answer within 10 ms',
-    );
-    await expect(withTimeout(Promise.resolve(7), 10, 'x')).resolves.toBe(7);
+  it('a kubeconfig whose current context names no cluster is an error saying so', async () => {
+    const dir = tempDir('pi-kc-');
+    writeFileSync(join(dir, 'config'), kubeconfig('https://127.0.0.1:6443', 'token: abc', '', 'nowhere'));
+    await expect(connectToCluster({ kubeconfig: join(dir, 'config') })).rejects.toThrowError(/has no current cluster/);
   });
 
-  it('apiErrorMessage reads the Status inside an ApiException body', () => {
+  it('a client certificate without its key is an error saying so', async () => {
+    const dir = tempDir('pi-kc-');
+    writeFileSync(join(dir, 'config'), kubeconfig('https://127.0.0.1:6443', 'client-certificate-data: Zm9v'));
+    await expect(connectToCluster({ kubeconfig: join(dir, 'config') })).rejects.toThrowError(/needs its key/);
+  });
+
+  it('inside a pod: the service host and port (an IPv6 address in brackets) and the service account', async () => {
+    const sa = tempDir('pi-sa-');
+    writeFileSync(join(sa, 'token'), 'sa-token\n');
+    const c = await connectToCluster({ env: { KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '6443' }, serviceAccountDir: sa });
+    c?.client.close();
+    expect(c).toMatchObject({ server: 'https://[fd00::1]:6443', source: 'in-cluster service account' });
+  });
+
+  it('sends a bearer token, and basic auth for a user name and password', async () => {
+    const api = await recordingApi();
+    const dir = tempDir('pi-kc-');
+    writeFileSync(join(dir, 'token'), kubeconfig(api.url, 'token: abc'));
+    writeFileSync(join(dir, 'basic'), kubeconfig(api.url, 'username: admin, password: s3cret'));
+    await readNamespace(await connect(join(dir, 'token')));
+    await readNamespace(await connect(join(dir, 'basic')));
+    expect(api.authorizations).toEqual(['Bearer abc', `Basic ${Buffer.from('admin:s3cret').toString('base64')}`]);
+  });
+
+  it('trusts the CA of a file named relative to the kubeconfig, checks the TLS server name, and reads a token file', async () => {
+    const dir = tempDir('pi-kc-');
+    const certs = await ensureCertificates(join(dir, 'tls'), ['api.example.test'], { info: () => {}, warn: () => {} } as never);
+    const api = await recordingApi({ key: readFileSync(certs.keyPath), cert: readFileSync(certs.certPath) });
+    writeFileSync(join(dir, 'token'), 'from-file\n');
+    writeFileSync(join(dir, 'config'), kubeconfig(api.url, 'tokenFile: token', ', certificate-authority: tls/ca.crt, tls-server-name: api.example.test'));
+    expect((await readNamespace(await connect(join(dir, 'config')))).metadata.name).toBe('shop');
+    expect(api.authorizations).toEqual(['Bearer from-file']);
+    // A server name the certificate does not cover fails, and the error says so.
+    writeFileSync(join(dir, 'wrong'), kubeconfig(api.url, 'tokenFile: token', ', certificate-authority: tls/ca.crt, tls-server-name: other.example.test'));
+    const err = await readNamespace(await connect(join(dir, 'wrong'))).catch((e: unknown) => e);
+    expect(apiErrorMessage(err)).toMatch(/^reading namespace shop failed: .*other\.example\.test/);
+    expect(api.authorizations).toHaveLength(1);
+  });
+
+  it('runs an exec plugin through the Kubernetes client and sends the token it returns', async () => {
+    const api = await recordingApi();
+    const dir = tempDir('pi-kc-');
+    const plugin = join(dir, 'plugin.sh');
+    writeFileSync(plugin, `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"from-exec"}}'\n`);
+    chmodSync(plugin, 0o755);
+    writeFileSync(join(dir, 'config'), kubeconfig(api.url, `exec: {apiVersion: client.authentication.k8s.io/v1, command: "${plugin}", interactiveMode: Never}`, ', insecure-skip-tls-verify: true'));
+    await readNamespace(await connect(join(dir, 'config')));
+    expect(api.authorizations).toEqual(['Bearer from-exec']);
+  });
+});
+
+describe('apiErrorMessage', () => {
+  it('reads the Status inside an API error body', () => {
     expect(apiErrorMessage({ code: 403, body: '{"kind":"Status","message":"namespaces \\"x\\" is forbidden"}' })).toBe(
       'HTTP 403: namespaces "x" is forbidden',
     );

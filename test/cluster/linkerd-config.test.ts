@@ -29,7 +29,7 @@ async function started(items: unknown[]): Promise<{ source: ApiConfigSource; mes
   api = await fakeApi({ lists: { [CONFIGMAPS]: items } });
   const { logger, messages } = recordingLogger();
   const reloads: boolean[] = [];
-  source = new ApiConfigSource({ kubeConfig: api.kubeConfig, controlPlaneNamespace: 'linkerd', logger, onReload: (applied) => reloads.push(applied) });
+  source = new ApiConfigSource({ client: api.client, controlPlaneNamespace: 'linkerd', logger, onReload: (applied) => reloads.push(applied) });
   source.start();
   expect(await source.waitForSync(5000)).toBe(true);
   // The build is scheduled after the list has been delivered.

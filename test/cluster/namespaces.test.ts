@@ -19,7 +19,7 @@ afterEach(async () => {
 
 async function syncedCache(apiOptions: FakeApiOptions = {}, options: Partial<NamespaceCacheOptions> = {}): Promise<NamespaceCache> {
   api = await fakeApi(apiOptions);
-  cache = new NamespaceCache({ kubeConfig: api.kubeConfig, logger: silent, ...options });
+  cache = new NamespaceCache({ client: api.client, logger: silent, ...options });
   cache.start();
   expect(await cache.waitForSync(5000)).toBe(true);
   return cache;
@@ -33,6 +33,13 @@ describe('NamespaceCache', () => {
     expect(await c.annotations('shop')).toEqual({ 'linkerd.io/inject': 'enabled' });
     expect(api?.reads).toEqual([]);
     expect(lookups).toEqual(['cache']);
+  });
+
+  it('keeps only the name, resourceVersion and annotations of each namespace', async () => {
+    const listed = { metadata: { name: 'shop', resourceVersion: '7', annotations: { a: '1' }, labels: { l: '1' }, managedFields: [{ manager: 'kubectl' }] }, spec: { finalizers: ['kubernetes'] } };
+    const c = await syncedCache({ lists: { '/api/v1/namespaces': [listed] } });
+    expect((c as unknown as { informer: { get(name: string): unknown } }).informer.get('shop')).toEqual({ metadata: { name: 'shop', resourceVersion: '7', annotations: { a: '1' } } });
+    expect(await c.annotations('shop')).toEqual({ a: '1' });
   });
 
   it('reads a namespace the watch has not delivered once for a burst of pods, then remembers it', async () => {

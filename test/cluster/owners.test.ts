@@ -1,16 +1,18 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { OwnerResolver, type OwnerLookup } from '../../src/cluster/owners.js';
+import { apiOwnerLookup, OwnerResolver, type OwnerLookup, type OwnerResolverOptions } from '../../src/cluster/owners.js';
+import { fakeApi } from './fake-api.js';
 
 const silent = pino({ level: 'silent' });
 const ref = (kind: string, name: string, apiVersion = 'apps/v1') => ({ apiVersion, kind, name, uid: `uid-${name}`, controller: true });
 
-function lookup(owners: Record<string, ReturnType<typeof ref>[]>, calls: string[] = []): OwnerLookup {
+/** Answers from `owners`; an owner not there fails with `status` (404: it does not exist). */
+function lookup(owners: Record<string, ReturnType<typeof ref>[]>, calls: string[] = [], status = 404): OwnerLookup {
   return {
     async ownersOf(kind, namespace, name) {
       calls.push(`${kind}/${namespace}/${name}`);
       const found = owners[`${kind}/${name}`];
-      if (!found) throw Object.assign(new Error('not found'), { code: 404 });
+      if (!found) throw Object.assign(new Error(status === 404 ? 'not found' : 'etcd unavailable'), { code: status });
       return found;
     },
   };
@@ -52,12 +54,41 @@ describe('OwnerResolver', () => {
     expect(calls).toEqual(['ReplicaSet/shop/web-5f']);
   });
 
-  it('forgets entries after the TTL', async () => {
+  it('reads a ReplicaSet once for a burst of its pods arriving together', async () => {
     const calls: string[] = [];
-    const resolver = new OwnerResolver(lookup(owners, calls), silent, { ttlMs: 0 });
-    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
-    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
-    expect(calls).toHaveLength(2);
+    const resolver = new OwnerResolver(lookup(owners, calls), silent);
+    const resolved = await Promise.all(Array.from({ length: 20 }, () => resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop')));
+    expect(resolved.every((o) => o.name === 'web')).toBe(true);
+    expect(calls).toEqual(['ReplicaSet/shop/web-5f']);
+  });
+
+  it('remembers for a while that a ReplicaSet does not exist, and says so once', async () => {
+    const calls: string[] = [];
+    const warnings: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push((JSON.parse(line) as { msg: string }).msg) });
+    const resolver = new OwnerResolver(lookup(owners, calls), logger);
+    for (let i = 0; i < 5; i++) expect(await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'gone')), 'shop')).toMatchObject({ kind: 'replicaset', name: 'gone' });
+    expect(calls).toEqual(['ReplicaSet/shop/gone']);
+    expect(warnings).toEqual(['could not read the pod owner; using it as the workload']);
+    expect(await readsForTwoPods('gone', { missingTtlMs: 0 })).toBe(2);
+  });
+
+  /** How many reads two pods owned by ReplicaSet `name` cost a fresh resolver whose failed reads fail with `status`. */
+  async function readsForTwoPods(name: string, options: OwnerResolverOptions, status = 404): Promise<number> {
+    const calls: string[] = [];
+    const resolver = new OwnerResolver(lookup(owners, calls, status), silent, options);
+    await resolver.resolve(podOwnedBy(ref('ReplicaSet', name)), 'shop');
+    await resolver.resolve(podOwnedBy(ref('ReplicaSet', name)), 'shop');
+    return calls.length;
+  }
+
+  it('reads again after a failure other than 404', async () => {
+    expect(await readsForTwoPods('unreadable', {}, 500)).toBe(2);
+  });
+
+  it('forgets entries after the TTL', async () => {
+    expect(await readsForTwoPods('web-5f', { ttlMs: 0 })).toBe(2);
+    expect(await readsForTwoPods('web-5f', {})).toBe(1);
   });
 
   it('keeps at most maxEntries', async () => {
@@ -96,5 +127,23 @@ describe('OwnerResolver', () => {
     const resolver = new OwnerResolver(lookup(owners), silent, { ttlMs: 0, maxEntries: 2 });
     for (let i = 0; i < 5; i++) await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
     expect(resolver.size).toBe(1);
+  });
+
+  it('reads ReplicaSets and Jobs at their API paths, and a missing one is an error with its status', async () => {
+    const api = await fakeApi({
+      read: (path, res) => {
+        if (path.includes('/gone')) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","code":404}');
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ metadata: { ownerReferences: [ref('Deployment', 'web')] } }));
+      },
+    });
+    try {
+      const lookup = apiOwnerLookup(api.client);
+      expect(await lookup.ownersOf('ReplicaSet', 'shop', 'web-5f')).toEqual([ref('Deployment', 'web')]);
+      expect(await lookup.ownersOf('Job', 'shop', 'nightly-1')).toHaveLength(1);
+      await expect(lookup.ownersOf('ReplicaSet', 'shop', 'gone')).rejects.toMatchObject({ code: 404 });
+      expect(api.reads).toEqual(['/apis/apps/v1/namespaces/shop/replicasets/web-5f', '/apis/batch/v1/namespaces/shop/jobs/nightly-1', '/apis/apps/v1/namespaces/shop/replicasets/gone']);
+    } finally {
+      await api.close();
+    }
   });
 });
