@@ -20,13 +20,14 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 /** Modules by what loads them: the webhook's own path always, the others only when their feature is used. */
 const MODULES = [
   ['pino', 'logging, always'],
-  ['prom-client', 'metrics, always (it loads @opentelemetry/api)'],
+  ['prom-client', 'metrics, once the listeners are up (it loads @opentelemetry/api)'],
   ['secure-json-parse', 'request bodies that could carry a prototype key'],
   ['./dist/engine/index.js', 'the injection engine, always'],
   ['./dist/server/index.js', 'the listeners, metrics and logging, always'],
+  ['./dist/cluster/index.js', 'the cluster client and caches, with cluster credentials'],
   ['selfsigned', 'only to generate a serving certificate'],
   ['yaml', 'only to read a values file'],
-  ['@kubernetes/client-node', 'only with cluster credentials'],
+  ['@kubernetes/client-node', 'only for a kubeconfig with an exec plugin, auth provider, impersonation or proxy'],
 ];
 
 /** Import time and RSS after a settled GC, in a fresh process; `spec` empty imports nothing. */
