@@ -176,6 +176,13 @@ describe('bad input gets a status and a one-line reason', () => {
     expect(res.statusCode).toBe(200);
   });
 
+  it('the timeout query kube-apiserver adds to the path is accepted', async () => {
+    const { app } = setup();
+    const res = await inject(app, { method: 'POST', url: '/?timeout=10s', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(admissionReview(enabledPod())) });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().response.patchType).toBe('JSONPatch');
+  });
+
   it('other methods and paths get 404 with a hint', async () => {
     const { app } = setup();
     const res = await inject(app, { method: 'GET', url: '/' });
