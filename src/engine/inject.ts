@@ -140,11 +140,12 @@ export function podPatch(input: PodPatchInput): PodPatch {
 
   const overrideAnnotations = input.origin === 'cli' ? ownAnnotations : overridable(ownAnnotations, input.pendingAnnotations);
   const namespaceAdditionalEnv = input.namespaceAnnotations?.[ANNOTATIONS.proxyAdditionalEnv];
+  const names = namedPorts(spec);
   const overridden = applyOverrides({
     values: input.values,
     annotations: overrideAnnotations,
     labels: { ...ownLabels, ...labels },
-    namedPorts: namedPorts(spec),
+    namedPorts: names,
     ...(namespaceAdditionalEnv !== undefined && { namespaceAdditionalEnv }),
   });
   const values = overridden.values;
@@ -222,6 +223,7 @@ export function podPatch(input: PodPatchInput): PodPatch {
     spec,
     values,
     workloadKind: input.owner?.kind ?? 'pod',
+    namedPorts: names,
     ...(explicitOpaquePorts !== undefined && { explicitOpaquePorts }),
   });
   return {

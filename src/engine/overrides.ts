@@ -2,6 +2,7 @@
 import { ANNOTATIONS, INJECT_ANNOTATION, INJECT_INGRESS, NAMESPACE_INHERITED_ANNOTATIONS } from './names.js';
 import type { EnvVar } from './k8s.js';
 import { OVERRIDE_RULES, overrideRule, parseAdditionalEnv, type OverrideRule, type OverrideTarget } from './override-rules.js';
+import { memoizeText } from './memo.js';
 import { parseQuantity } from './parsers.js';
 import type { LinkerdValues } from './values.js';
 
@@ -124,16 +125,12 @@ export function applyOverrides(input: OverrideInput): Overridden {
 
   // A request larger than its limit makes the API server refuse the pod, so the annotations of such a pair are
   // ignored (the configured pair and worker threads stay) rather than failing pod creation.
-  for (const [requestKey, limitKey, field] of [
-    [ANNOTATIONS.proxyCpuRequest, ANNOTATIONS.proxyCpuLimit, 'cpu'],
-    [ANNOTATIONS.proxyMemoryRequest, ANNOTATIONS.proxyMemoryLimit, 'memory'],
-    [ANNOTATIONS.proxyEphemeralStorageRequest, ANNOTATIONS.proxyEphemeralStorageLimit, 'ephemeral-storage'],
-  ] as const) {
+  for (const [requestKey, limitKey, field] of RESOURCE_PAIRS) {
     const pair = proxy.resources[field];
     const configured = input.values.proxy.resources[field];
     if (pair.request === configured.request && pair.limit === configured.limit) continue;
-    const request = parseQuantity(pair.request);
-    const limit = parseQuantity(pair.limit);
+    const request = quantityOf(pair.request);
+    const limit = quantityOf(pair.limit);
     if (request === undefined || limit === undefined || request.num * limit.den <= limit.num * request.den) continue;
     const given = [requestKey, limitKey].filter((k) => k in ann).map((k) => `${k}=${JSON.stringify(ann[k] ?? '')}`);
     warnings.push(
@@ -149,22 +146,21 @@ export function applyOverrides(input: OverrideInput): Overridden {
   }
 
   // The GA key wins over the beta key, which wins over the alpha key; the highest one present decides.
-  const native = [ANNOTATIONS.proxyEnableNativeSidecar, ANNOTATIONS.betaProxyEnableNativeSidecar, ANNOTATIONS.alphaProxyEnableNativeSidecar].find((k) => k in ann);
+  const native = NATIVE_SIDECAR_KEYS.find((k) => k in ann);
   if (native) {
     const got = read(ruleFor<boolean>(native));
     if (got) proxy.nativeSidecar = got.value;
   }
 
-  const envLayers: EnvVar[][] = [proxy.additionalEnv];
-  for (const [where, text] of [
-    ['namespace', input.namespaceAdditionalEnv],
-    ['workload', ANNOTATIONS.proxyAdditionalEnv in ann ? (ann[ANNOTATIONS.proxyAdditionalEnv] ?? '') : undefined],
-  ] as const) {
-    if (text === undefined) continue;
+  const envLayers: Array<readonly EnvVar[]> = [proxy.additionalEnv];
+  const envLayer = (where: string, text: string | undefined): void => {
+    if (text === undefined) return;
     const parsed = parseAdditionalEnv(text);
     if ('reason' in parsed) ignored(warnings, ANNOTATIONS.proxyAdditionalEnv, text, `${parsed.reason} (${where} layer skipped)`);
     else envLayers.push(parsed.value);
-  }
+  };
+  envLayer('namespace', input.namespaceAdditionalEnv);
+  envLayer('workload', ANNOTATIONS.proxyAdditionalEnv in ann ? (ann[ANNOTATIONS.proxyAdditionalEnv] ?? '') : undefined);
   proxy.additionalEnv = mergeAdditionalEnv(envLayers);
 
   const closeWait = read(ruleFor<number>(ANNOTATIONS.closeWaitTimeout));
@@ -177,6 +173,19 @@ export function applyOverrides(input: OverrideInput): Overridden {
   const isIngress = ann[INJECT_ANNOTATION] === INJECT_INGRESS;
   return { values, isIngress, isGateway: target.isGateway, debugSidecar: target.debugSidecar, warnings };
 }
+
+/** The request and limit annotations of each resource, checked against each other after the loop. */
+const RESOURCE_PAIRS = [
+  [ANNOTATIONS.proxyCpuRequest, ANNOTATIONS.proxyCpuLimit, 'cpu'],
+  [ANNOTATIONS.proxyMemoryRequest, ANNOTATIONS.proxyMemoryLimit, 'memory'],
+  [ANNOTATIONS.proxyEphemeralStorageRequest, ANNOTATIONS.proxyEphemeralStorageLimit, 'ephemeral-storage'],
+] as const;
+
+/** The native-sidecar keys, the one that wins first. */
+const NATIVE_SIDECAR_KEYS = [ANNOTATIONS.proxyEnableNativeSidecar, ANNOTATIONS.betaProxyEnableNativeSidecar, ANNOTATIONS.alphaProxyEnableNativeSidecar];
+
+/** Quantities of the request/limit check, remembered per text: the configured ones come back for every pod. */
+const quantityOf = memoizeText(parseQuantity);
 
 function ruleFor<T>(annotation: string): OverrideRule<T> {
   const rule = overrideRule(annotation);

@@ -6,7 +6,8 @@
 import { ANNOTATIONS } from './names.js';
 import { isObject, objectsIn, type Container, type ContainerPort, type PodSpec } from './k8s.js';
 import { parsePortRange, type PortRange } from './parsers.js';
-import { namedPorts, parsePortList } from './ports.js';
+import { memoizeText } from './memo.js';
+import { namedPorts, splitPortList } from './ports.js';
 import type { LinkerdValues } from './values.js';
 
 export type StartupRiskCode =
@@ -37,6 +38,8 @@ export interface StartupRiskInput {
   workloadKind: string;
   /** `config.linkerd.io/opaque-ports` as the pod or its namespace set it; absent when only the default applies. */
   explicitOpaquePorts?: string;
+  /** `namedPorts(spec)`, when the caller has it already. */
+  namedPorts?: ReadonlyMap<string, number>;
 }
 
 const JOB_KINDS = new Set(['job', 'cronjob']);
@@ -49,11 +52,33 @@ export function runAsUser(c: Container, spec: PodSpec): number | undefined {
   return typeof pod === 'number' ? pod : undefined;
 }
 
+/** One item of a port list: its text (which may name a container port) and the range it reads as, if any. */
+interface PortListItem {
+  item: string;
+  range: PortRange | undefined;
+}
+
+/**
+ * The items of a port list, remembered per text: the configured skip-inbound-ports ("4567,4568" by default) is read for
+ * every pod that declares a port. Only names depend on the pod, and those are looked up per pod (`ranges`).
+ */
+const portListItems = memoizeText((list: string): PortListItem[] =>
+  splitPortList(list).map((item) => ({ item, range: parsePortRange(item) })),
+);
+
+/**
+ * The ranges of a port list for a pod, as `parsePortList` reads it: an item that names one of the pod's ports stands
+ * for that port (before any reading as a number), other items for the range they read as, the rest for nothing.
+ */
 function ranges(list: string, names: ReadonlyMap<string, number>): PortRange[] {
-  return parsePortList(list, names).ports.flatMap((p) => {
-    const r = parsePortRange(p);
-    return r ? [r] : [];
-  });
+  const out: PortRange[] = [];
+  for (const { item, range } of portListItems(list)) {
+    const named = names.get(item);
+    // A named port is rendered and read back as a range, which drops numbers beyond 65535.
+    const r = named === undefined ? range : parsePortRange(String(named));
+    if (r) out.push(r);
+  }
+  return out;
 }
 
 const within = (port: number, list: readonly PortRange[]): boolean => list.some((r) => port >= r.lo && port <= r.hi);
@@ -144,7 +169,7 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
 
   // The port lists are parsed only when they can matter: most pods declare no port that skips the proxy.
   const skipped = values.proxyInit.ignoreInboundPorts;
-  const names = ports.length > 0 && skipped !== '' ? namedPorts(spec) : undefined;
+  const names = ports.length > 0 && skipped !== '' ? (input.namedPorts ?? namedPorts(spec)) : undefined;
   const skippedIn = names ? ranges(skipped, names) : [];
   let requireIdentity: PortRange[] | undefined;
   let explicitOpaque: PortRange[] | undefined;
