@@ -25,7 +25,7 @@ import {
   validatorContainer,
   volumes,
 } from './render/containers.js';
-import { proxyEnv } from './render/env.js';
+import { prepareEnv, proxyEnv, type PreparedEnv } from './render/env.js';
 import { startupRisks, type StartupRisk } from './risks.js';
 import { checkValues, type LinkerdValues } from './values.js';
 import { locate, stringMap } from './workload.js';
@@ -201,6 +201,7 @@ export function podPatch(input: PodPatchInput): PodPatch {
     inboundPorts: inboundPorts(spec),
     isIngress: overridden.isIngress,
     isGateway: overridden.isGateway,
+    prepared: prepared?.env,
   });
   const container = proxyContainer({ values, env, app });
   let placement: string;
@@ -246,24 +247,28 @@ export interface InjectorConfig {
   prepared?: PreparedConfig;
 }
 
-/** Work that depends only on the values: the checks they passed and the trust anchors' hash. */
+/** Work that depends only on the values: the checks they passed, the trust anchors' hash, the fixed environment. */
 export interface PreparedConfig {
   /** The values this was worked out for; anything else (a copy, other values) is checked and hashed afresh. */
   values: LinkerdValues;
   trustRootPEM: string;
   trustRootSha256: string;
+  /** The parts of the proxy's environment that no annotation changes. */
+  env: PreparedEnv;
 }
 
 /**
  * The configuration with the work that depends on it alone done once, for a server that injects many pods with the
- * same configuration: the values' checks (throws `INVALID_VALUES` as injecting would) and the trust anchors' hash.
+ * same configuration: the values' checks (throws `INVALID_VALUES` as injecting would), the trust anchors' hash and the
+ * parts of the proxy's environment that no annotation changes.
  * The values must not be changed afterwards; the engine keeps nothing itself, the returned object carries it.
  */
 export function prepareConfig(config: InjectorConfig): InjectorConfig {
   const values = config.values;
   checkValues(values);
   const pem = values.identityTrustAnchorsPEM;
-  return { ...config, prepared: { values, trustRootPEM: pem, trustRootSha256: trustRootSha256(pem) } };
+  const env = prepareEnv(values, config.controlPlaneNamespace);
+  return { ...config, prepared: { values, trustRootPEM: pem, trustRootSha256: trustRootSha256(pem), env } };
 }
 
 export interface InjectionRequest {

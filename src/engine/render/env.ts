@@ -1,6 +1,7 @@
 /** The proxy container's environment, in the exact order Linkerd renders it. */
 import { copyPlain, type EnvVar } from '../k8s.js';
 import { compareCodeUnits } from '../patch.js';
+import { deepFreeze } from '../memo.js';
 import type { LinkerdValues, ProxyParams } from '../values.js';
 
 export interface EnvInput {
@@ -9,6 +10,33 @@ export interface EnvInput {
   inboundPorts: string;
   isIngress: boolean;
   isGateway: boolean;
+  /** The parts rendered once for the configuration; used only where the values they came from are still in force. */
+  prepared?: PreparedEnv | undefined;
+}
+
+/**
+ * The parts of the environment that no annotation changes, rendered once per configuration (by `prepareConfig`) instead
+ * of for every pod. They are frozen and shared by every patch built with that configuration.
+ */
+export interface PreparedEnv {
+  /** The values and control-plane namespace they were rendered for. */
+  values: LinkerdValues;
+  controlPlaneNamespace: string;
+  inbound: readonly EnvVar[];
+  outbound: readonly EnvVar[];
+  /** From LINKERD2_PROXY_DESTINATION_CONTEXT to LINKERD2_PROXY_POLICY_SVC_NAME: identity and control-plane names. */
+  identity: readonly EnvVar[];
+}
+
+/** Renders the parts of the environment that depend on the configuration alone. */
+export function prepareEnv(values: LinkerdValues, controlPlaneNamespace: string): PreparedEnv {
+  return deepFreeze({
+    values,
+    controlPlaneNamespace,
+    inbound: paramsEnv('INBOUND', values.proxy.inbound),
+    outbound: paramsEnv('OUTBOUND', values.proxy.outbound),
+    identity: identityEnv(values, controlPlaneNamespace),
+  });
 }
 
 const field = (name: string, fieldPath: string): EnvVar => ({ name, valueFrom: { fieldRef: { fieldPath } } });
@@ -60,6 +88,16 @@ function paramsEnv(direction: 'INBOUND' | 'OUTBOUND', params: ProxyParams): EnvV
   return out;
 }
 
+/** The first entries of every proxy's environment; shared by every patch, hence frozen. */
+const POD_FIELDS: readonly EnvVar[] = deepFreeze([
+  field('_pod_name', 'metadata.name'),
+  field('_pod_ns', 'metadata.namespace'),
+  field('_pod_uid', 'metadata.uid'),
+  field('_pod_ip', 'status.podIP'),
+  field('_pod_nodeName', 'spec.nodeName'),
+  env('_pod_containerName', 'linkerd-proxy'),
+]);
+
 /** The proxy's environment. Optional entries appear only when their setting is given, as in Linkerd's template. */
 export function proxyEnv(input: EnvInput): EnvVar[] {
   const { values, controlPlaneNamespace: cp } = input;
@@ -68,14 +106,7 @@ export function proxyEnv(input: EnvInput): EnvVar[] {
   const td = values.identityTrustDomain || cd;
   const any = values.disableIPv6 ? '0.0.0.0' : '[::]';
   const ports = proxy.ports;
-  const out: EnvVar[] = [
-    field('_pod_name', 'metadata.name'),
-    field('_pod_ns', 'metadata.namespace'),
-    field('_pod_uid', 'metadata.uid'),
-    field('_pod_ip', 'status.podIP'),
-    field('_pod_nodeName', 'spec.nodeName'),
-    env('_pod_containerName', 'linkerd-proxy'),
-  ];
+  const out: EnvVar[] = POD_FIELDS.slice();
 
   const workers = proxy.runtime.workers;
   if (proxy.cores) {
@@ -152,10 +183,36 @@ export function proxyEnv(input: EnvInput): EnvVar[] {
       env('LINKERD2_PROXY_TRACE_EXTRA_ATTRIBUTES', attributes),
     );
   }
-  out.push(...paramsEnv('INBOUND', proxy.inbound), ...paramsEnv('OUTBOUND', proxy.outbound));
+  // The overrides copy the values for each pod but share what no annotation changes: where that is still the
+  // configuration's own, so is its rendering.
+  const fixed = input.prepared?.controlPlaneNamespace === cp ? input.prepared : undefined;
+  const configured = fixed?.values;
+  pushAll(out, fixed && configured?.proxy.inbound === proxy.inbound ? fixed.inbound : paramsEnv('INBOUND', proxy.inbound));
+  pushAll(out, fixed && configured?.proxy.outbound === proxy.outbound ? fixed.outbound : paramsEnv('OUTBOUND', proxy.outbound));
   if (proxy.opaquePorts) out.push(env('LINKERD2_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION', proxy.opaquePorts));
+  const sameIdentity =
+    configured !== undefined &&
+    configured.clusterDomain === values.clusterDomain &&
+    configured.identityTrustDomain === values.identityTrustDomain &&
+    configured.identityTrustAnchorsPEM === values.identityTrustAnchorsPEM &&
+    configured.identity.serviceAccountTokenProjection === values.identity.serviceAccountTokenProjection;
+  pushAll(out, fixed && sameIdentity ? fixed.identity : identityEnv(values, cp));
+  if (proxy.accessLog) out.push(env('LINKERD2_PROXY_ACCESS_LOG', proxy.accessLog));
+  if (proxy.shutdownGracePeriod) out.push(env('LINKERD2_PROXY_SHUTDOWN_GRACE_PERIOD', proxy.shutdownGracePeriod));
+  out.push(...copyPlain(proxy.additionalEnv), ...copyPlain(proxy.experimentalEnv));
+  return out;
+}
+
+function pushAll<T>(out: T[], items: readonly T[]): void {
+  for (const item of items) out.push(item);
+}
+
+/** The identity and control-plane entries, which depend on the cluster's names and trust anchors only. */
+function identityEnv(values: LinkerdValues, cp: string): EnvVar[] {
+  const cd = values.clusterDomain;
+  const td = values.identityTrustDomain || cd;
   const identity = `serviceaccount.identity.${cp}.${td}`;
-  out.push(
+  return [
     env(
       'LINKERD2_PROXY_DESTINATION_CONTEXT',
       '{"ns":"$(_pod_ns)", "nodeName":"$(_pod_nodeName)", "pod":"$(_pod_name)"}\n',
@@ -176,9 +233,5 @@ export function proxyEnv(input: EnvInput): EnvVar[] {
     env('LINKERD2_PROXY_IDENTITY_SVC_NAME', `linkerd-identity.${cp}.${identity}`),
     env('LINKERD2_PROXY_DESTINATION_SVC_NAME', `linkerd-destination.${cp}.${identity}`),
     env('LINKERD2_PROXY_POLICY_SVC_NAME', `linkerd-destination.${cp}.${identity}`),
-  );
-  if (proxy.accessLog) out.push(env('LINKERD2_PROXY_ACCESS_LOG', proxy.accessLog));
-  if (proxy.shutdownGracePeriod) out.push(env('LINKERD2_PROXY_SHUTDOWN_GRACE_PERIOD', proxy.shutdownGracePeriod));
-  out.push(...copyPlain(proxy.additionalEnv), ...copyPlain(proxy.experimentalEnv));
-  return out;
+  ];
 }
