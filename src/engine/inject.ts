@@ -161,8 +161,8 @@ export function podPatch(input: PodPatchInput): PodPatch {
 
   const ops: AddOperation[] = [];
   if (!metadata) ops.push(add(`${P}/metadata`, {}));
-  ops.push(...addMapEntries(`${P}/metadata/annotations`, annotations, isObject(metadata?.annotations)));
-  ops.push(...addMapEntries(`${P}/metadata/labels`, labels, isObject(metadata?.labels)));
+  addMapEntries(`${P}/metadata/annotations`, annotations, isObject(metadata?.annotations), ops);
+  addMapEntries(`${P}/metadata/labels`, labels, isObject(metadata?.labels), ops);
 
   if (!isObject(template.spec)) ops.push(add(`${P}/spec`, {}));
   if (!Array.isArray(spec.volumes)) ops.push(add(`${P}/spec/volumes`, []));

@@ -11,7 +11,9 @@ export type PatchOperation = AddOperation;
 
 /** Escapes one JSON-pointer reference token (RFC 6901): "~" as "~0", then "/" as "~1". */
 export function escapePointer(token: string): string {
-  return token.replace(/~/g, '~0').replace(/\//g, '~1');
+  // Most tokens need neither escape; string patterns, not regexes: this runs for every annotation and label added.
+  const tilde = token.includes('~') ? token.replaceAll('~', '~0') : token;
+  return tilde.includes('/') ? tilde.replaceAll('/', '~1') : tilde;
 }
 
 export const add = (path: string, value: Json): AddOperation => ({ op: 'add', path, value });
@@ -24,9 +26,11 @@ export function sortedKeys(map: Record<string, string>): string[] {
   return Object.keys(map).sort(compareCodeUnits);
 }
 
-/** One `add` per entry under `<base>/<key>`, in key order, preceded by `add <base> {}` when the map does not exist. */
-export function addMapEntries(base: string, entries: Record<string, string>, mapExists: boolean): AddOperation[] {
-  const ops: AddOperation[] = [];
+/**
+ * One `add` per entry under `<base>/<key>`, in key order, preceded by `add <base> {}` when the map does not exist;
+ * appended to `ops` when given.
+ */
+export function addMapEntries(base: string, entries: Record<string, string>, mapExists: boolean, ops: AddOperation[] = []): AddOperation[] {
   if (!mapExists) ops.push(add(base, {}));
   for (const key of sortedKeys(entries)) ops.push(add(`${base}/${escapePointer(key)}`, entries[key] ?? ''));
   return ops;
