@@ -139,25 +139,24 @@ export function podPatch(input: PodPatchInput): PodPatch {
   labels[WORKLOAD_NS_LABEL] = input.workloadNamespace;
 
   const overrideAnnotations = input.origin === 'cli' ? ownAnnotations : overridable(ownAnnotations, input.pendingAnnotations);
-  const namespaceAdditionalEnv = input.namespaceAnnotations?.[ANNOTATIONS.proxyAdditionalEnv];
   const names = namedPorts(spec);
   const overridden = applyOverrides({
     values: input.values,
     annotations: overrideAnnotations,
-    labels: { ...ownLabels, ...labels },
+    labels: () => ({ ...ownLabels, ...labels }),
     namedPorts: names,
-    ...(namespaceAdditionalEnv !== undefined && { namespaceAdditionalEnv }),
+    namespaceAdditionalEnv: input.namespaceAnnotations?.[ANNOTATIONS.proxyAdditionalEnv],
   });
   const values = overridden.values;
   const proxy = values.proxy;
   const app = appContext(firstContainer(spec));
 
-  const annotations: Record<string, string> = {
-    ...input.pendingAnnotations,
-    [PROXY_VERSION_ANNOTATION]: proxy.image.version || values.linkerdVersion,
-    [TRUST_ROOT_SHA256_ANNOTATION]:
-      prepared?.trustRootPEM === values.identityTrustAnchorsPEM ? prepared.trustRootSha256 : trustRootSha256(values.identityTrustAnchorsPEM),
-  };
+  // Copied and set key by key: a spread with computed keys was a third of this function's own time.
+  const annotations: Record<string, string> = {};
+  for (const key in input.pendingAnnotations) annotations[key] = input.pendingAnnotations[key] as string;
+  annotations[PROXY_VERSION_ANNOTATION] = proxy.image.version || values.linkerdVersion;
+  annotations[TRUST_ROOT_SHA256_ANNOTATION] =
+    prepared?.trustRootPEM === values.identityTrustAnchorsPEM ? prepared.trustRootSha256 : trustRootSha256(values.identityTrustAnchorsPEM);
 
   const ops: AddOperation[] = [];
   if (!metadata) ops.push(add(`${P}/metadata`, {}));
@@ -225,7 +224,7 @@ export function podPatch(input: PodPatchInput): PodPatch {
     values,
     workloadKind: input.owner?.kind ?? 'pod',
     namedPorts: names,
-    ...(explicitOpaquePorts !== undefined && { explicitOpaquePorts }),
+    explicitOpaquePorts,
   });
   return {
     patch: ops,

@@ -25,12 +25,15 @@ export interface OverrideInput {
   values: LinkerdValues;
   /** The annotations in force: the template's own, plus (from the webhook) those inherited or added for the pod. */
   annotations: Record<string, string>;
-  /** The pod template's labels plus the labels the injector adds (read for tracing only). */
-  labels: Record<string, string>;
+  /**
+   * The pod template's labels plus the labels the injector adds. Called only when tracing is enabled, the one thing
+   * that reads them: merging them into a new map for every pod cost more than the rest of building the patch's labels.
+   */
+  labels: () => Record<string, string>;
   /** Named container ports, for port names in `opaque-ports`. */
   namedPorts: ReadonlyMap<string, number>;
   /** The namespace's `proxy-additional-env`, a layer between the values and the workload. */
-  namespaceAdditionalEnv?: string;
+  namespaceAdditionalEnv?: string | undefined;
 }
 
 export interface Overridden {
@@ -168,7 +171,7 @@ export function applyOverrides(input: OverrideInput): Overridden {
     ignored(warnings, ANNOTATIONS.closeWaitTimeout, ann[ANNOTATIONS.closeWaitTimeout] ?? '', 'needs proxyInit.runAsRoot in the Linkerd values');
   } else if (closeWait) values.proxyInit.closeWaitTimeoutSecs = closeWait.value;
 
-  if (proxy.tracing?.enabled) applyTracing(proxy.tracing.labels, ann, input.labels);
+  if (proxy.tracing?.enabled) applyTracing(proxy.tracing.labels, ann, input.labels());
 
   const isIngress = ann[INJECT_ANNOTATION] === INJECT_INGRESS;
   return { values, isIngress, isGateway: target.isGateway, debugSidecar: target.debugSidecar, warnings };

@@ -37,7 +37,7 @@ export interface StartupRiskInput {
   /** Lowercased kind of the workload that creates the pod ("job", "cronjob", "deployment", "pod", ...). */
   workloadKind: string;
   /** `config.linkerd.io/opaque-ports` as the pod or its namespace set it; absent when only the default applies. */
-  explicitOpaquePorts?: string;
+  explicitOpaquePorts?: string | undefined;
   /** `namedPorts(spec)`, when the caller has it already. */
   namedPorts?: ReadonlyMap<string, number>;
 }
