@@ -106,7 +106,8 @@ export function proxyEnv(input: EnvInput): EnvVar[] {
   const td = values.identityTrustDomain || cd;
   const any = values.disableIPv6 ? '0.0.0.0' : '[::]';
   const ports = proxy.ports;
-  const out: EnvVar[] = POD_FIELDS.slice();
+  const out: EnvVar[] = [];
+  pushAll(out, POD_FIELDS);
 
   const workers = proxy.runtime.workers;
   if (proxy.cores) {
