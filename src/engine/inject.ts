@@ -28,7 +28,7 @@ import {
 import { prepareEnv, proxyEnv, type PreparedEnv } from './render/env.js';
 import { startupRisks, type StartupRisk } from './risks.js';
 import { checkValues, type LinkerdValues } from './values.js';
-import { locate, stringMap } from './workload.js';
+import { keysAmong, locate, stringMap } from './workload.js';
 
 /** Owner kinds that give the pod a `linkerd.io/proxy-<kind>: <name>` label (CronJobs and bare pods do not). */
 const LABELLED_OWNER_KINDS = new Set(['deployment', 'replicationcontroller', 'replicaset', 'job', 'daemonset', 'statefulset']);
@@ -343,7 +343,7 @@ export function inject(request: InjectionRequest): InjectionResult {
     serviceAccountTokenProjection: values.identity.serviceAccountTokenProjection,
   });
   const workloadConfiguration: Record<string, string> = {};
-  for (const key of PROXY_ANNOTATIONS) if (key in ownAnnotations) workloadConfiguration[key] = ownAnnotations[key] ?? '';
+  for (const key of keysAmong(ownAnnotations, PROXY_ANNOTATIONS)) workloadConfiguration[key] = ownAnnotations[key] ?? '';
   const common: Common = {
     kind: located.kind,
     name: located.name,

@@ -5,6 +5,7 @@ import { OVERRIDE_RULES, overrideRule, parseAdditionalEnv, type OverrideRule, ty
 import { memoizeText } from './memo.js';
 import { parseQuantity } from './parsers.js';
 import type { LinkerdValues } from './values.js';
+import { keysAmong } from './workload.js';
 
 /** The namespace's proxy annotations that the workload does not carry itself (presence of the key, not its value). */
 export function inheritedNamespaceAnnotations(
@@ -12,10 +13,8 @@ export function inheritedNamespaceAnnotations(
   namespaceAnnotations: Record<string, string>,
 ): Record<string, string> {
   const inherited: Record<string, string> = {};
-  for (const key of NAMESPACE_INHERITED_ANNOTATIONS) {
-    if (key in namespaceAnnotations && !(key in workloadAnnotations)) {
-      inherited[key] = namespaceAnnotations[key] ?? '';
-    }
+  for (const key of keysAmong(namespaceAnnotations, NAMESPACE_INHERITED_ANNOTATIONS)) {
+    if (!(key in workloadAnnotations)) inherited[key] = namespaceAnnotations[key] ?? '';
   }
   return inherited;
 }
@@ -120,8 +119,10 @@ export function applyOverrides(input: OverrideInput): Overridden {
     return parsed;
   };
 
-  for (const rule of OVERRIDE_RULES as readonly OverrideRule<unknown>[]) {
-    if (!rule.apply) continue;
+  // Only the rules of the annotations present, still in the rules' order (which orders the warnings too).
+  for (const key of keysAmong(ann, RULE_ANNOTATIONS)) {
+    const rule = overrideRule(key);
+    if (!rule?.apply) continue;
     const got = read(rule);
     if (got) rule.apply(target, got.value);
   }
@@ -176,6 +177,8 @@ export function applyOverrides(input: OverrideInput): Overridden {
   const isIngress = ann[INJECT_ANNOTATION] === INJECT_INGRESS;
   return { values, isIngress, isGateway: target.isGateway, debugSidecar: target.debugSidecar, warnings };
 }
+
+const RULE_ANNOTATIONS: readonly string[] = OVERRIDE_RULES.map((rule) => rule.annotation);
 
 /** The request and limit annotations of each resource, checked against each other after the loop. */
 const RESOURCE_PAIRS = [
