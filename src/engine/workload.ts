@@ -73,10 +73,15 @@ export function keysAmong(map: Readonly<Record<string, string>>, names: readonly
   for (const key in map) {
     if (++visited > names.length) return names.filter((name) => name in map);
     const at = position.get(key);
-    if (at !== undefined) found.push(at);
+    if (at === undefined) continue;
+    // Insertion in order: the list found is a handful of positions.
+    let i = found.length;
+    for (; i > 0 && (found[i - 1] as number) > at; i--) found[i] = found[i - 1] as number;
+    found[i] = at;
   }
-  found.sort((a, b) => a - b);
-  return found.map((at) => names[at] as string);
+  const keys: string[] = [];
+  for (const at of found) keys.push(names[at] as string);
+  return keys;
 }
 
 /** Each name's position in its list, worked out once per list (the lists are the engine's own constants). */

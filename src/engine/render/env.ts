@@ -88,7 +88,17 @@ function paramsEnv(direction: 'INBOUND' | 'OUTBOUND', params: ProxyParams): EnvV
   return out;
 }
 
-/** The first entries of every proxy's environment; shared by every patch, hence frozen. */
+// Entries that are the same in every proxy's environment; shared by every patch, hence frozen.
+const POLICY_WORKLOAD: EnvVar = deepFreeze(env('LINKERD2_PROXY_POLICY_WORKLOAD', '{"ns":"$(_pod_ns)", "pod":"$(_pod_name)"}\n'));
+const INBOUND_IPS: EnvVar = deepFreeze(field('LINKERD2_PROXY_INBOUND_IPS', 'status.podIPs'));
+const KEEPALIVES: readonly EnvVar[] = deepFreeze([
+  env('LINKERD2_PROXY_INBOUND_ACCEPT_KEEPALIVE', '10000ms'),
+  env('LINKERD2_PROXY_OUTBOUND_CONNECT_KEEPALIVE', '10000ms'),
+  env('LINKERD2_PROXY_INBOUND_ACCEPT_USER_TIMEOUT', '30s'),
+  env('LINKERD2_PROXY_OUTBOUND_CONNECT_USER_TIMEOUT', '30s'),
+]);
+
+/** The first entries of every proxy's environment. */
 const POD_FIELDS: readonly EnvVar[] = deepFreeze([
   field('_pod_name', 'metadata.name'),
   field('_pod_ns', 'metadata.namespace'),
@@ -129,7 +139,7 @@ export function proxyEnv(input: EnvInput): EnvVar[] {
     env('LINKERD2_PROXY_DESTINATION_SVC_ADDR', `linkerd-dst-headless.${cp}.svc.${cd}.:8086`),
     env('LINKERD2_PROXY_DESTINATION_PROFILE_NETWORKS', values.clusterNetworks),
     env('LINKERD2_PROXY_POLICY_SVC_ADDR', `linkerd-policy.${cp}.svc.${cd}.:8090`),
-    env('LINKERD2_PROXY_POLICY_WORKLOAD', '{"ns":"$(_pod_ns)", "pod":"$(_pod_name)"}\n'),
+    POLICY_WORKLOAD,
     env('LINKERD2_PROXY_INBOUND_DEFAULT_POLICY', proxy.defaultInboundPolicy),
     env('LINKERD2_PROXY_POLICY_CLUSTER_NETWORKS', values.clusterNetworks),
     env('LINKERD2_PROXY_CONTROL_STREAM_INITIAL_TIMEOUT', proxy.control.streams.initialTimeout ?? ''),
@@ -152,19 +162,14 @@ export function proxyEnv(input: EnvInput): EnvVar[] {
     env('LINKERD2_PROXY_OUTBOUND_LISTEN_ADDR', outbound),
     env('LINKERD2_PROXY_OUTBOUND_LISTEN_ADDRS', values.disableIPv6 ? outbound : `${outbound},[::1]:${ports.outbound}`),
     env('LINKERD2_PROXY_INBOUND_LISTEN_ADDR', `${any}:${ports.inbound}`),
-    field('LINKERD2_PROXY_INBOUND_IPS', 'status.podIPs'),
+    INBOUND_IPS,
     env('LINKERD2_PROXY_INBOUND_PORTS', input.inboundPorts),
   );
   if (input.isGateway) out.push(env('LINKERD2_PROXY_INBOUND_GATEWAY_SUFFIXES', `svc.${cd}.`));
   if (input.isIngress) out.push(env('LINKERD2_PROXY_INGRESS_MODE', 'true'));
-  out.push(
-    env('LINKERD2_PROXY_DESTINATION_PROFILE_SUFFIXES', proxy.enableExternalProfiles ? '.' : `svc.${cd}.`),
-    env('LINKERD2_PROXY_INBOUND_ACCEPT_KEEPALIVE', '10000ms'),
-    env('LINKERD2_PROXY_OUTBOUND_CONNECT_KEEPALIVE', '10000ms'),
-    env('LINKERD2_PROXY_INBOUND_ACCEPT_USER_TIMEOUT', '30s'),
-    env('LINKERD2_PROXY_OUTBOUND_CONNECT_USER_TIMEOUT', '30s'),
-    env('LINKERD2_PROXY_OUTBOUND_METRICS_HOSTNAME_LABELS', String(proxy.metrics.hostnameLabels)),
-  );
+  out.push(env('LINKERD2_PROXY_DESTINATION_PROFILE_SUFFIXES', proxy.enableExternalProfiles ? '.' : `svc.${cd}.`));
+  pushAll(out, KEEPALIVES);
+  out.push(env('LINKERD2_PROXY_OUTBOUND_METRICS_HOSTNAME_LABELS', String(proxy.metrics.hostnameLabels)));
   const tracing = proxy.tracing;
   if (tracing?.enabled) {
     const mesh = tracing.collector.meshIdentity;
