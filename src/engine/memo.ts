@@ -1,8 +1,8 @@
 /**
- * Small bounded memories for work that depends only on a text or on the configuration. Annotation values repeat from
- * pod to pod (the same port list, quantity or duration across a Deployment's pods and across workloads), and parsing
- * them again was a large part of injecting a pod. Whatever is remembered is shared by every pod that asks for it, so
- * it is frozen: a caller that tried to change it would throw instead of changing another pod's answer.
+ * Small bounded memories for work that depends only on a text. Annotation values repeat from pod to pod (the same port
+ * list, quantity or duration across a Deployment's pods and across workloads), and parsing them again was a large part
+ * of injecting a pod. Whatever is remembered is shared by every pod that asks for it, so it is frozen: a caller that
+ * tried to change it would throw instead of changing another pod's answer.
  */
 
 /** Freezes a plain value and everything inside it; returns it. */
@@ -32,21 +32,5 @@ export function memoizeText<T>(parse: (text: string) => T, entries = 512): (text
     if (memory.size >= entries) memory.clear();
     memory.set(text, parsed);
     return parsed;
-  };
-}
-
-/**
- * `derive`, remembering its result (frozen) for each object it was given, for as long as that object lives: for parts of
- * the configuration that the per-pod copy of the values shares with it, so that a new configuration starts afresh and
- * an old one is forgotten with it. The object must not change afterwards, as the configuration does not.
- */
-export function memoizeObject<K extends object, T>(derive: (key: K) => T): (key: K) => T {
-  const memory = new WeakMap<K, T>();
-  return (key) => {
-    const known = memory.get(key);
-    if (known !== undefined || memory.has(key)) return known as T;
-    const derived = deepFreeze(derive(key));
-    memory.set(key, derived);
-    return derived;
   };
 }
