@@ -260,7 +260,8 @@ export interface PreparedConfig {
  * The configuration with the work that depends on it alone done once, for a server that injects many pods with the
  * same configuration: the values' checks (throws `INVALID_VALUES` as injecting would), the trust anchors' hash and the
  * parts of the proxy's environment that no annotation changes.
- * The values must not be changed afterwards; the engine keeps nothing itself, the returned object carries it.
+ * The values must not be changed afterwards; the engine keeps nothing of the configuration itself, the returned object
+ * carries it.
  */
 export function prepareConfig(config: InjectorConfig): InjectorConfig {
   const values = config.values;

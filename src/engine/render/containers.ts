@@ -87,7 +87,10 @@ export function proxyResources(values: LinkerdValues): JsonObject | null {
   const limits = pick('limit');
   const requests = pick('request');
   if (!limits && !requests) return null;
-  return { ...(limits && { limits }), ...(requests && { requests }) };
+  const out: JsonObject = {};
+  if (limits) out['limits'] = limits;
+  if (requests) out['requests'] = requests;
+  return out;
 }
 
 function nonEmpty(list: string[] | undefined): list is string[] {
