@@ -1,4 +1,5 @@
 /** RFC 6902 patch operations, JSON-pointer escaping, and the annotation-only opaque-ports patch. */
+import { memoizeText } from './memo.js';
 import { ANNOTATIONS } from './names.js';
 import type { Json } from './k8s.js';
 
@@ -16,6 +17,9 @@ export function escapePointer(token: string): string {
   return tilde.includes('/') ? tilde.replaceAll('/', '~1') : tilde;
 }
 
+/** Map keys as pointer tokens, remembered: the same annotation and label keys are added to pod after pod. */
+const escapedKey = memoizeText(escapePointer);
+
 export const add = (path: string, value: Json): AddOperation => ({ op: 'add', path, value });
 
 /** Orders strings by UTF-16 code unit, which for the ASCII keys Kubernetes allows is Go's byte order (not the locale's). */
@@ -32,7 +36,7 @@ export function sortedKeys(map: Record<string, string>): string[] {
  */
 export function addMapEntries(base: string, entries: Record<string, string>, mapExists: boolean, ops: AddOperation[] = []): AddOperation[] {
   if (!mapExists) ops.push(add(base, {}));
-  for (const key of sortedKeys(entries)) ops.push(add(`${base}/${escapePointer(key)}`, entries[key] ?? ''));
+  for (const key of sortedKeys(entries)) ops.push(add(`${base}/${escapedKey(key)}`, entries[key] ?? ''));
   return ops;
 }
 
