@@ -52,7 +52,10 @@ function ignored(warnings: string[], key: string, value: string, why: string): v
 export function mergeAdditionalEnv(layers: ReadonlyArray<readonly EnvVar[]>): EnvVar[] {
   const merged: EnvVar[] = [];
   for (const layer of layers) {
-    for (const env of layer) {
+    // By index: a layer parsed from an annotation is remembered frozen, and a for-of over a frozen array allocated an
+    // iterator result for each entry.
+    for (let i = 0; i < layer.length; i++) {
+      const env = layer[i] as EnvVar;
       const at = merged.findIndex((e) => e.name === env.name);
       if (at >= 0) merged[at] = env;
       else merged.push(env);
@@ -129,7 +132,11 @@ export function applyOverrides(input: OverrideInput): Overridden {
 
   // A request larger than its limit makes the API server refuse the pod, so the annotations of such a pair are
   // ignored (the configured pair and worker threads stay) rather than failing pod creation.
-  for (const [requestKey, limitKey, field] of RESOURCE_PAIRS) {
+  for (const keys of RESOURCE_PAIRS) {
+    // By index: destructuring each tuple allocated an iterator for every pod.
+    const requestKey = keys[0];
+    const limitKey = keys[1];
+    const field = keys[2];
     const pair = proxy.resources[field];
     const configured = input.values.proxy.resources[field];
     if (pair.request === configured.request && pair.limit === configured.limit) continue;

@@ -27,7 +27,24 @@ export const compareCodeUnits = (a: string, b: string): number => (a < b ? -1 : 
 
 /** Keys in Linkerd's byte order. */
 export function sortedKeys(map: Record<string, string>): string[] {
-  return Object.keys(map).sort(compareCodeUnits);
+  return sortDistinct(Object.keys(map));
+}
+
+/**
+ * Sorts distinct strings in place by code unit (as `sort()` and `compareCodeUnits` order them) and returns them. Short
+ * lists by insertion: the lists sorted for every pod (annotation and label keys, the pod's ports) are short, and
+ * `Array.prototype.sort` allocated more for them than the rest of their work. Long ones by `sort()`, which stays
+ * O(n log n) whatever the order.
+ */
+export function sortDistinct(list: string[]): string[] {
+  if (list.length > 16) return list.sort();
+  for (let i = 1; i < list.length; i++) {
+    const item = list[i] as string;
+    let j = i;
+    for (; j > 0 && (list[j - 1] as string) > item; j--) list[j] = list[j - 1] as string;
+    list[j] = item;
+  }
+  return list;
 }
 
 /**

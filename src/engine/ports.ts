@@ -1,5 +1,6 @@
 /** Port lists: the pod's inbound ports, named-port resolution, and the opaque-ports annotation and its filtering. */
 import { formatPortRange, parsePortRange } from './parsers.js';
+import { sortDistinct } from './patch.js';
 import { isObject, objectsIn, type Container, type ContainerPort, type PodSpec, type ServicePort } from './k8s.js';
 
 /**
@@ -12,7 +13,7 @@ function eachObject<T>(list: unknown, visit: (item: T) => void): void {
 }
 
 /** Each port of each container, init containers first. */
-function eachContainerPort(spec: PodSpec, visit: (port: ContainerPort, container: Container) => void): void {
+export function eachContainerPort(spec: PodSpec, visit: (port: ContainerPort, container: Container) => void): void {
   const inContainer = (c: Container): void => eachObject<ContainerPort>(c.ports, (p) => visit(p, c));
   eachObject(spec.initContainers, inContainer);
   eachObject(spec.containers, inContainer);
@@ -50,7 +51,7 @@ export function inboundPorts(spec: PodSpec): string {
   };
   eachObject(spec.initContainers, inContainer);
   eachObject(spec.containers, inContainer);
-  return [...ports].sort().join(',');
+  return sortDistinct([...ports]).join(',');
 }
 
 /** The items of a comma-separated list, trimmed, without empty ones. */

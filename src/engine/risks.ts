@@ -4,10 +4,10 @@
  * pod as the user wrote it and the configuration in force for it (values after the pod's annotations).
  */
 import { ANNOTATIONS } from './names.js';
-import { isObject, objectsIn, type Container, type ContainerPort, type PodSpec } from './k8s.js';
+import { isObject, objectsIn, type Container, type PodSpec } from './k8s.js';
 import { parsePortRange, type PortRange } from './parsers.js';
 import { memoizeText } from './memo.js';
-import { namedPorts, splitPortList } from './ports.js';
+import { eachContainerPort, namedPorts, splitPortList } from './ports.js';
 import type { LinkerdValues } from './values.js';
 
 export type StartupRiskCode =
@@ -72,7 +72,10 @@ const portListItems = memoizeText((list: string): PortListItem[] =>
  */
 function ranges(list: string, names: ReadonlyMap<string, number>): PortRange[] {
   const out: PortRange[] = [];
-  for (const { item, range } of portListItems(list)) {
+  const items = portListItems(list);
+  // By index: a for-of over the remembered (frozen) items allocated an iterator result for each.
+  for (let i = 0; i < items.length; i++) {
+    const { item, range } = items[i] as PortListItem;
     const named = names.get(item);
     // A named port is rendered and read back as a range, which drops numbers beyond 65535.
     const r = named === undefined ? range : parsePortRange(String(named));
@@ -86,13 +89,19 @@ const within = (port: number, list: readonly PortRange[]): boolean => list.some(
 /** Every TCP port the pod's containers declare, with the container that declares it. */
 function declaredPorts(spec: PodSpec): Array<{ port: number; container: string }> {
   const out: Array<{ port: number; container: string }> = [];
-  for (const c of [...objectsIn<Container>(spec.initContainers), ...objectsIn<Container>(spec.containers)]) {
-    for (const p of objectsIn<ContainerPort>(c.ports)) {
-      if (typeof p.containerPort !== 'number' || (p.protocol !== undefined && p.protocol !== 'TCP')) continue;
-      out.push({ port: p.containerPort, container: c.name ?? '' });
-    }
-  }
+  eachContainerPort(spec, (p, c) => {
+    if (typeof p.containerPort !== 'number' || (p.protocol !== undefined && p.protocol !== 'TCP')) return;
+    out.push({ port: p.containerPort, container: c.name ?? '' });
+  });
   return out;
+}
+
+/** Which of the proxy's ports `port` is, the first in this order, if any. */
+function proxyPortName(ports: LinkerdValues['proxy']['ports'], port: number): string | undefined {
+  if (ports.inbound === port) return 'inbound';
+  if (ports.outbound === port) return 'outbound';
+  if (ports.admin === port) return 'admin';
+  return ports.control === port ? 'control' : undefined;
 }
 
 /** The start-up risks of a pod about to be injected with `values`, in the order the pod would meet them. */
@@ -150,20 +159,14 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
   }
 
   const ports = declaredPorts(spec);
-  const proxyPorts: Array<[string, number]> = [
-    ['inbound', proxy.ports.inbound],
-    ['outbound', proxy.ports.outbound],
-    ['admin', proxy.ports.admin],
-    ['control', proxy.ports.control],
-  ];
   for (const { port, container } of ports) {
-    const clash = proxyPorts.find(([, p]) => p === port);
-    if (!clash) continue;
+    const clash = proxyPortName(proxy.ports, port);
+    if (clash === undefined) continue;
     risks.push({
       code: 'container_port_is_proxy_port',
       container,
-      text: `container ${JSON.stringify(container)} declares port ${port}, the proxy's ${clash[0]} port: one of the two cannot listen on it`,
-      fix: `move the container to another port, or move the proxy's (config.linkerd.io/${clash[0]}-port)`,
+      text: `container ${JSON.stringify(container)} declares port ${port}, the proxy's ${clash} port: one of the two cannot listen on it`,
+      fix: `move the container to another port, or move the proxy's (config.linkerd.io/${clash}-port)`,
     });
   }
 

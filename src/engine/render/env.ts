@@ -146,15 +146,12 @@ export function proxyEnv(input: EnvInput): EnvVar[] {
     env('LINKERD2_PROXY_CONTROL_STREAM_IDLE_TIMEOUT', proxy.control.streams.idleTimeout ?? ''),
     env('LINKERD2_PROXY_CONTROL_STREAM_LIFETIME', proxy.control.streams.lifetime ?? ''),
   );
-  const optional: Array<[string, string]> = [
-    ['LINKERD2_PROXY_INBOUND_CONNECT_TIMEOUT', proxy.inboundConnectTimeout],
-    ['LINKERD2_PROXY_OUTBOUND_CONNECT_TIMEOUT', proxy.outboundConnectTimeout],
-    ['LINKERD2_PROXY_OUTBOUND_DISCOVERY_IDLE_TIMEOUT', proxy.outboundDiscoveryCacheUnusedTimeout],
-    ['LINKERD2_PROXY_INBOUND_DISCOVERY_IDLE_TIMEOUT', proxy.inboundDiscoveryCacheUnusedTimeout],
-    ['LINKERD2_PROXY_OUTBOUND_DETECT_TIMEOUT', proxy.disableOutboundProtocolDetectTimeout ? '365d' : ''],
-    ['LINKERD2_PROXY_INBOUND_DETECT_TIMEOUT', proxy.disableInboundProtocolDetectTimeout ? '365d' : ''],
-  ];
-  for (const [name, value] of optional) if (value) out.push(env(name, value));
+  optional(out, 'LINKERD2_PROXY_INBOUND_CONNECT_TIMEOUT', proxy.inboundConnectTimeout);
+  optional(out, 'LINKERD2_PROXY_OUTBOUND_CONNECT_TIMEOUT', proxy.outboundConnectTimeout);
+  optional(out, 'LINKERD2_PROXY_OUTBOUND_DISCOVERY_IDLE_TIMEOUT', proxy.outboundDiscoveryCacheUnusedTimeout);
+  optional(out, 'LINKERD2_PROXY_INBOUND_DISCOVERY_IDLE_TIMEOUT', proxy.inboundDiscoveryCacheUnusedTimeout);
+  optional(out, 'LINKERD2_PROXY_OUTBOUND_DETECT_TIMEOUT', proxy.disableOutboundProtocolDetectTimeout ? '365d' : '');
+  optional(out, 'LINKERD2_PROXY_INBOUND_DETECT_TIMEOUT', proxy.disableInboundProtocolDetectTimeout ? '365d' : '');
   const outbound = `127.0.0.1:${ports.outbound}`;
   out.push(
     env('LINKERD2_PROXY_CONTROL_LISTEN_ADDR', `${any}:${ports.control}`),
@@ -209,8 +206,14 @@ export function proxyEnv(input: EnvInput): EnvVar[] {
   return out;
 }
 
+/** An entry that appears only when its setting is given. */
+function optional(out: EnvVar[], name: string, value: string): void {
+  if (value) out.push(env(name, value));
+}
+
 function pushAll<T>(out: T[], items: readonly T[]): void {
-  for (const item of items) out.push(item);
+  // By index: a for-of over a frozen array allocated an iterator result for every item.
+  for (let i = 0; i < items.length; i++) out.push(items[i] as T);
 }
 
 /** The identity and control-plane entries, which depend on the cluster's names and trust anchors only. */
