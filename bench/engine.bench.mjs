@@ -1,6 +1,7 @@
 /**
  * Engine throughput: how many patches per second one core builds for the baseline pod (the shape of Linkerd's
- * baseline fixture: one nginx container, port 80, an HTTP readiness probe on 9090, `linkerd.io/inject: enabled`).
+ * baseline fixture: one nginx container, port 80, an HTTP readiness probe on 9090, `linkerd.io/inject: enabled`), and
+ * for the webhook benchmark's rollout and distinct mixes with a prepared configuration.
  * Re-runs itself under `taskset -c 0` when available so the number is a one-core number. It measures the compiled
  * engine in dist/, the code the server runs.
  */
@@ -8,7 +9,8 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defaultValues, inject, withTrustAnchors } from '../dist/engine/index.js';
+import { defaultValues, inject, prepareConfig, withTrustAnchors } from '../dist/engine/index.js';
+import { MIXES } from './reviews.mjs';
 
 if (process.env['BENCH_PINNED'] === undefined && process.platform === 'linux') {
   const probe = spawnSync('taskset', ['-c', '0', 'true']);
@@ -92,6 +94,25 @@ for (const { name, request } of [scenario('baseline pod, classic sidecar', false
     sink += Buffer.from(JSON.stringify(inject(request).patch)).toString('base64').length;
   }, seconds);
   console.log(`${name}:\n  patches: ${show(engineOnly)}\n  patch + JSON + base64: ${show(withEncoding)}`);
+}
+
+// The webhook benchmark's mixes, with the configuration prepared as the server prepares it, one pod after another.
+const prepared = prepareConfig({ values: withTrustAnchors(defaultValues(), anchors), controlPlaneNamespace: 'linkerd' });
+for (const mix of ['rollout', 'distinct']) {
+  const requests = MIXES[mix](500).map((text) => JSON.parse(text).request);
+  let next = 0;
+  const one = () => {
+    const r = requests[next];
+    next = (next + 1) % requests.length;
+    return inject({ object: r.object, kind: r.kind.kind, namespace: r.namespace, namespaceAnnotations: {}, config: prepared });
+  };
+  const engineOnly = measure(() => {
+    sink += one().patch.length;
+  }, seconds);
+  const withEncoding = measure(() => {
+    sink += Buffer.from(JSON.stringify(one().patch)).toString('base64').length;
+  }, seconds);
+  console.log(`${mix} mix (500 pods in turn):\n  patches: ${show(engineOnly)}\n  patch + JSON + base64: ${show(withEncoding)}`);
 }
 const heapMiB = process.memoryUsage().heapUsed / 2 ** 20;
 console.log(`heap used after the run: ${heapMiB.toFixed(1)} MiB (checksum ${sink % 997})`);

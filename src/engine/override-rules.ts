@@ -5,6 +5,7 @@
  */
 import { ANNOTATION_DECODER, decodeEnvList, PULL_POLICIES } from './api-types.js';
 import type { EnvVar } from './k8s.js';
+import { memoizeText } from './memo.js';
 import { ANNOTATIONS } from './names.js';
 import {
   durationToMillis,
@@ -84,12 +85,13 @@ const port: OverrideRule<number>['parse'] = (t) => {
   return n === undefined || n < 1 || n > MAX_PORT ? no('not a port number (1-65535)') : ok(n);
 };
 
-const duration =
-  <T>(render: (ns: bigint) => T): OverrideRule<T>['parse'] =>
-  (t) => {
+// The parsers below that do big-integer or list work remember what each text meant (see memo.ts): the same texts
+// come back pod after pod.
+const duration = <T>(render: (ns: bigint) => T): OverrideRule<T>['parse'] =>
+  memoizeText((t) => {
     const ns = parseGoDuration(t);
     return ns === undefined || ns < 0n ? no('not a duration such as "500ms" or "2s"') : ok(render(ns));
-  };
+  });
 
 const id =
   (min: number, what: string): OverrideRule<number>['parse'] =>
@@ -99,17 +101,17 @@ const id =
   };
 
 /** A quantity as written (the pod spec carries the text), and the whole cores it stands for. */
-const quantity: OverrideRule<{ text: string; cores: number }>['parse'] = (t) => {
+const quantity: OverrideRule<{ text: string; cores: number }>['parse'] = memoizeText((t) => {
   const q = parseQuantity(t);
   if (q === undefined || q.num < 0n) return no('not a non-negative Kubernetes quantity such as "100m" or "64Mi"');
   return ok({ text: t, cores: quantityToWholeCores(q) });
-};
+});
 
 /** Ports and ranges, kept as written: proxy-init receives the list as given. */
-const portList: OverrideRule<string>['parse'] = (t) => {
+const portList: OverrideRule<string>['parse'] = memoizeText((t) => {
   const { invalid } = parsePortList(t);
   return invalid.length === 0 ? ok(t) : no(`not a comma-separated list of ports and port ranges (${invalid.join(', ')})`);
-};
+});
 
 /** Ports, ranges and container port names; the items that are none of these are left out and the rest kept. */
 const opaquePorts: OverrideRule<string>['parse'] = (t, context) => {
@@ -119,10 +121,10 @@ const opaquePorts: OverrideRule<string>['parse'] = (t, context) => {
   return { value, ...(items.length > 0 && { dropped: { items, reason: 'not a port, a range or a container port name' } }) };
 };
 
-const cidrs: OverrideRule<string>['parse'] = (t) => {
+const cidrs: OverrideRule<string>['parse'] = memoizeText((t) => {
   const items = t.split(',').map((s) => s.trim()).filter((s) => s !== '');
   return items.every(isCidr) ? ok(t) : no('not a comma-separated list of CIDRs');
-};
+});
 
 const ratio: OverrideRule<number>['parse'] = (t) => {
   const r = /^[+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(t) ? Number(t) : NaN;
@@ -136,9 +138,11 @@ const seconds: OverrideRule<number>['parse'] = (t) => {
 
 /**
  * A `proxy-additional-env` value: a JSON list of Kubernetes env vars, each decoded as the API server would decode it.
- * Empty and `null` mean no entries, as for Linkerd.
+ * Empty and `null` mean no entries, as for Linkerd. Remembered per text and frozen, as the parsers above.
  */
-export function parseAdditionalEnv(t: string): Parsed<EnvVar[]> {
+export const parseAdditionalEnv: (t: string) => Parsed<readonly EnvVar[]> = memoizeText(decodeAdditionalEnv);
+
+function decodeAdditionalEnv(t: string): Parsed<EnvVar[]> {
   if (t === '') return ok([]);
   let parsed: unknown;
   try {

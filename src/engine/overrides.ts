@@ -2,8 +2,10 @@
 import { ANNOTATIONS, INJECT_ANNOTATION, INJECT_INGRESS, NAMESPACE_INHERITED_ANNOTATIONS } from './names.js';
 import type { EnvVar } from './k8s.js';
 import { OVERRIDE_RULES, overrideRule, parseAdditionalEnv, type OverrideRule, type OverrideTarget } from './override-rules.js';
+import { memoizeText } from './memo.js';
 import { parseQuantity } from './parsers.js';
 import type { LinkerdValues } from './values.js';
+import { keysAmong } from './workload.js';
 
 /** The namespace's proxy annotations that the workload does not carry itself (presence of the key, not its value). */
 export function inheritedNamespaceAnnotations(
@@ -11,10 +13,8 @@ export function inheritedNamespaceAnnotations(
   namespaceAnnotations: Record<string, string>,
 ): Record<string, string> {
   const inherited: Record<string, string> = {};
-  for (const key of NAMESPACE_INHERITED_ANNOTATIONS) {
-    if (key in namespaceAnnotations && !(key in workloadAnnotations)) {
-      inherited[key] = namespaceAnnotations[key] ?? '';
-    }
+  for (const key of keysAmong(namespaceAnnotations, NAMESPACE_INHERITED_ANNOTATIONS)) {
+    if (!(key in workloadAnnotations)) inherited[key] = namespaceAnnotations[key] ?? '';
   }
   return inherited;
 }
@@ -24,12 +24,15 @@ export interface OverrideInput {
   values: LinkerdValues;
   /** The annotations in force: the template's own, plus (from the webhook) those inherited or added for the pod. */
   annotations: Record<string, string>;
-  /** The pod template's labels plus the labels the injector adds (read for tracing only). */
-  labels: Record<string, string>;
+  /**
+   * The pod template's labels plus the labels the injector adds. Called only when tracing is enabled, the one thing
+   * that reads them: merging them into a new map for every pod cost more than the rest of building the patch's labels.
+   */
+  labels: () => Record<string, string>;
   /** Named container ports, for port names in `opaque-ports`. */
   namedPorts: ReadonlyMap<string, number>;
   /** The namespace's `proxy-additional-env`, a layer between the values and the workload. */
-  namespaceAdditionalEnv?: string;
+  namespaceAdditionalEnv?: string | undefined;
 }
 
 export interface Overridden {
@@ -49,7 +52,10 @@ function ignored(warnings: string[], key: string, value: string, why: string): v
 export function mergeAdditionalEnv(layers: ReadonlyArray<readonly EnvVar[]>): EnvVar[] {
   const merged: EnvVar[] = [];
   for (const layer of layers) {
-    for (const env of layer) {
+    // By index: a layer parsed from an annotation is remembered frozen, and a for-of over a frozen array allocated an
+    // iterator result for each entry.
+    for (let i = 0; i < layer.length; i++) {
+      const env = layer[i] as EnvVar;
       const at = merged.findIndex((e) => e.name === env.name);
       if (at >= 0) merged[at] = env;
       else merged.push(env);
@@ -116,24 +122,26 @@ export function applyOverrides(input: OverrideInput): Overridden {
     return parsed;
   };
 
-  for (const rule of OVERRIDE_RULES as readonly OverrideRule<unknown>[]) {
-    if (!rule.apply) continue;
+  // Only the rules of the annotations present, still in the rules' order (which orders the warnings too).
+  for (const key of keysAmong(ann, RULE_ANNOTATIONS)) {
+    const rule = overrideRule(key);
+    if (!rule?.apply) continue;
     const got = read(rule);
     if (got) rule.apply(target, got.value);
   }
 
   // A request larger than its limit makes the API server refuse the pod, so the annotations of such a pair are
   // ignored (the configured pair and worker threads stay) rather than failing pod creation.
-  for (const [requestKey, limitKey, field] of [
-    [ANNOTATIONS.proxyCpuRequest, ANNOTATIONS.proxyCpuLimit, 'cpu'],
-    [ANNOTATIONS.proxyMemoryRequest, ANNOTATIONS.proxyMemoryLimit, 'memory'],
-    [ANNOTATIONS.proxyEphemeralStorageRequest, ANNOTATIONS.proxyEphemeralStorageLimit, 'ephemeral-storage'],
-  ] as const) {
+  for (const keys of RESOURCE_PAIRS) {
+    // By index: destructuring each tuple allocated an iterator for every pod.
+    const requestKey = keys[0];
+    const limitKey = keys[1];
+    const field = keys[2];
     const pair = proxy.resources[field];
     const configured = input.values.proxy.resources[field];
     if (pair.request === configured.request && pair.limit === configured.limit) continue;
-    const request = parseQuantity(pair.request);
-    const limit = parseQuantity(pair.limit);
+    const request = quantityOf(pair.request);
+    const limit = quantityOf(pair.limit);
     if (request === undefined || limit === undefined || request.num * limit.den <= limit.num * request.den) continue;
     const given = [requestKey, limitKey].filter((k) => k in ann).map((k) => `${k}=${JSON.stringify(ann[k] ?? '')}`);
     warnings.push(
@@ -149,22 +157,21 @@ export function applyOverrides(input: OverrideInput): Overridden {
   }
 
   // The GA key wins over the beta key, which wins over the alpha key; the highest one present decides.
-  const native = [ANNOTATIONS.proxyEnableNativeSidecar, ANNOTATIONS.betaProxyEnableNativeSidecar, ANNOTATIONS.alphaProxyEnableNativeSidecar].find((k) => k in ann);
+  const native = NATIVE_SIDECAR_KEYS.find((k) => k in ann);
   if (native) {
     const got = read(ruleFor<boolean>(native));
     if (got) proxy.nativeSidecar = got.value;
   }
 
-  const envLayers: EnvVar[][] = [proxy.additionalEnv];
-  for (const [where, text] of [
-    ['namespace', input.namespaceAdditionalEnv],
-    ['workload', ANNOTATIONS.proxyAdditionalEnv in ann ? (ann[ANNOTATIONS.proxyAdditionalEnv] ?? '') : undefined],
-  ] as const) {
-    if (text === undefined) continue;
+  const envLayers: Array<readonly EnvVar[]> = [proxy.additionalEnv];
+  const envLayer = (where: string, text: string | undefined): void => {
+    if (text === undefined) return;
     const parsed = parseAdditionalEnv(text);
     if ('reason' in parsed) ignored(warnings, ANNOTATIONS.proxyAdditionalEnv, text, `${parsed.reason} (${where} layer skipped)`);
     else envLayers.push(parsed.value);
-  }
+  };
+  envLayer('namespace', input.namespaceAdditionalEnv);
+  envLayer('workload', ANNOTATIONS.proxyAdditionalEnv in ann ? (ann[ANNOTATIONS.proxyAdditionalEnv] ?? '') : undefined);
   proxy.additionalEnv = mergeAdditionalEnv(envLayers);
 
   const closeWait = read(ruleFor<number>(ANNOTATIONS.closeWaitTimeout));
@@ -172,11 +179,26 @@ export function applyOverrides(input: OverrideInput): Overridden {
     ignored(warnings, ANNOTATIONS.closeWaitTimeout, ann[ANNOTATIONS.closeWaitTimeout] ?? '', 'needs proxyInit.runAsRoot in the Linkerd values');
   } else if (closeWait) values.proxyInit.closeWaitTimeoutSecs = closeWait.value;
 
-  if (proxy.tracing?.enabled) applyTracing(proxy.tracing.labels, ann, input.labels);
+  if (proxy.tracing?.enabled) applyTracing(proxy.tracing.labels, ann, input.labels());
 
   const isIngress = ann[INJECT_ANNOTATION] === INJECT_INGRESS;
   return { values, isIngress, isGateway: target.isGateway, debugSidecar: target.debugSidecar, warnings };
 }
+
+const RULE_ANNOTATIONS: readonly string[] = OVERRIDE_RULES.map((rule) => rule.annotation);
+
+/** The request and limit annotations of each resource, checked against each other after the loop. */
+const RESOURCE_PAIRS = [
+  [ANNOTATIONS.proxyCpuRequest, ANNOTATIONS.proxyCpuLimit, 'cpu'],
+  [ANNOTATIONS.proxyMemoryRequest, ANNOTATIONS.proxyMemoryLimit, 'memory'],
+  [ANNOTATIONS.proxyEphemeralStorageRequest, ANNOTATIONS.proxyEphemeralStorageLimit, 'ephemeral-storage'],
+] as const;
+
+/** The native-sidecar keys, the one that wins first. */
+const NATIVE_SIDECAR_KEYS = [ANNOTATIONS.proxyEnableNativeSidecar, ANNOTATIONS.betaProxyEnableNativeSidecar, ANNOTATIONS.alphaProxyEnableNativeSidecar];
+
+/** Quantities of the request/limit check, remembered per text: the configured ones come back for every pod. */
+const quantityOf = memoizeText(parseQuantity);
 
 function ruleFor<T>(annotation: string): OverrideRule<T> {
   const rule = overrideRule(annotation);

@@ -41,6 +41,25 @@ function parseDigits64(digits: string): bigint | undefined {
   return BigInt(digits.slice(start));
 }
 
+/**
+ * An optionally signed run of at most 15 ASCII digits as a number (never -0), or undefined for any other text. Such a
+ * number is exact in a double and within 64 bits, so the common short texts (ports, ids) need no big integers; every
+ * other text takes the exact path.
+ */
+function shortInt(text: string): number | undefined {
+  const sign = text.charCodeAt(0);
+  const start = sign === CHAR_PLUS || sign === CHAR_MINUS ? 1 : 0;
+  const length = text.length - start;
+  if (length < 1 || length > 15) return undefined;
+  let n = 0;
+  for (let i = start; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (!isDigit(code)) return undefined;
+    n = n * 10 + (code - CHAR_0);
+  }
+  return sign === CHAR_MINUS && n !== 0 ? -n : n;
+}
+
 /** Go strconv.ParseInt(text, 10, bits) as an exact bigint. */
 function parseGoIntBig(text: string, bits: number): bigint | undefined {
   const { negative, rest } = leadingSign(text);
@@ -189,12 +208,20 @@ export function parseGoBool(text: string): boolean | undefined {
 
 /** Go strconv.ParseInt(text, 10, bits); undefined on any error or when the value is not a safe integer. */
 export function parseGoInt(text: string, bits: 32 | 64): number | undefined {
+  const short = shortInt(text);
+  if (short !== undefined) {
+    const limit = 2 ** (bits - 1);
+    return short < -limit || short >= limit ? undefined : short;
+  }
   const value = parseGoIntBig(text, bits);
   return value === undefined ? undefined : toSafeNumber(value);
 }
 
 /** Go strconv.ParseUint(text, 10, 64) then a bound: undefined on error, if > max, or if not a safe integer. */
 export function parseGoUint(text: string, max: number): number | undefined {
+  const first = text.charCodeAt(0);
+  const short = first === CHAR_PLUS || first === CHAR_MINUS ? undefined : shortInt(text);
+  if (short !== undefined) return short <= max ? short : undefined;
   const value = parseDigits64(text);
   if (value === undefined || value > UINT64_MAX) return undefined;
   // A NaN bound compares false, which rejects rather than accepts.
@@ -389,6 +416,8 @@ export interface PortRange {
 
 /** One bound as Linkerd reads it: strconv.Atoi (so an optional '+' is allowed) then 0..65535. */
 function parsePortBound(text: string): number | undefined {
+  const short = shortInt(text);
+  if (short !== undefined) return short < 0 || short > 65535 ? undefined : short;
   const value = parseGoIntBig(text, 64);
   if (value === undefined || value < 0n || value > 65535n) return undefined;
   return Number(value);

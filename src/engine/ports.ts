@@ -1,12 +1,23 @@
 /** Port lists: the pod's inbound ports, named-port resolution, and the opaque-ports annotation and its filtering. */
 import { formatPortRange, parsePortRange } from './parsers.js';
+import { sortDistinct } from './patch.js';
 import { isObject, objectsIn, type Container, type ContainerPort, type PodSpec, type ServicePort } from './k8s.js';
 
-function containersOf(spec: PodSpec): Container[] {
-  return [...objectsIn<Container>(spec.initContainers), ...objectsIn<Container>(spec.containers)];
+/**
+ * Calls `visit` for each object in a list field (containers, ports); anything else in a malformed manifest is skipped,
+ * as `objectsIn` skips it. A loop rather than filtered copies: these run several times for every pod.
+ */
+function eachObject<T>(list: unknown, visit: (item: T) => void): void {
+  if (!Array.isArray(list)) return;
+  for (const item of list) if (isObject(item)) visit(item as T);
 }
 
-const portsOf = (c: Container): ContainerPort[] => objectsIn<ContainerPort>(c.ports);
+/** Each port of each container, init containers first. */
+export function eachContainerPort(spec: PodSpec, visit: (port: ContainerPort, container: Container) => void): void {
+  const inContainer = (c: Container): void => eachObject<ContainerPort>(c.ports, (p) => visit(p, c));
+  eachObject(spec.initContainers, inContainer);
+  eachObject(spec.containers, inContainer);
+}
 
 function portNumber(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
@@ -15,12 +26,10 @@ function portNumber(value: unknown): number | undefined {
 /** Named container ports (init containers first; a later name wins), for resolving port names in annotations. */
 export function namedPorts(spec: PodSpec): Map<string, number> {
   const names = new Map<string, number>();
-  for (const c of containersOf(spec)) {
-    for (const p of portsOf(c)) {
-      const port = portNumber(p.containerPort);
-      if (port !== undefined && typeof p.name === 'string' && p.name !== '') names.set(p.name, port);
-    }
-  }
+  eachContainerPort(spec, (p) => {
+    const port = portNumber(p.containerPort);
+    if (port !== undefined && typeof p.name === 'string' && p.name !== '') names.set(p.name, port);
+  });
   return names;
 }
 
@@ -30,20 +39,23 @@ export function namedPorts(spec: PodSpec): Map<string, number> {
  */
 export function inboundPorts(spec: PodSpec): string {
   const ports = new Set<string>();
-  for (const c of containersOf(spec)) {
-    for (const p of portsOf(c)) {
-      const port = portNumber(p.containerPort);
-      if (port !== undefined) ports.add(String(port));
-    }
-    for (const probe of [c.readinessProbe, c.livenessProbe]) {
-      const port = portNumber(isObject(probe) && isObject(probe.httpGet) ? probe.httpGet.port : undefined);
-      if (port !== undefined) ports.add(String(port));
-    }
-  }
-  return [...ports].sort().join(',');
+  const add = (value: unknown): void => {
+    const port = portNumber(value);
+    if (port !== undefined) ports.add(String(port));
+  };
+  const probePort = (probe: unknown): unknown => (isObject(probe) && isObject(probe['httpGet']) ? probe['httpGet']['port'] : undefined);
+  const inContainer = (c: Container): void => {
+    eachObject<ContainerPort>(c.ports, (p) => add(p.containerPort));
+    add(probePort(c.readinessProbe));
+    add(probePort(c.livenessProbe));
+  };
+  eachObject(spec.initContainers, inContainer);
+  eachObject(spec.containers, inContainer);
+  return sortDistinct([...ports]).join(',');
 }
 
-function splitList(list: string): string[] {
+/** The items of a comma-separated list, trimmed, without empty ones. */
+export function splitPortList(list: string): string[] {
   return list.split(',').map((item) => item.trim()).filter((item) => item !== '');
 }
 
@@ -55,12 +67,10 @@ export function defaultOpaquePortsForPod(spec: PodSpec, configured: string): str
   // A list, not a Set: the configured list is short, and building a Set of it cost more than the rest of a skip.
   const wanted = configured.split(',');
   const found: string[] = [];
-  for (const c of containersOf(spec)) {
-    for (const p of portsOf(c)) {
-      const port = portNumber(p.containerPort);
-      if (port !== undefined && wanted.includes(String(port))) found.push(String(port));
-    }
-  }
+  eachContainerPort(spec, (p) => {
+    const port = portNumber(p.containerPort);
+    if (port !== undefined && wanted.includes(String(port))) found.push(String(port));
+  });
   return found.join(',');
 }
 
@@ -95,7 +105,7 @@ export interface ParsedPortList {
 export function parsePortList(list: string, names: ReadonlyMap<string, number> = new Map()): ParsedPortList {
   const ports: string[] = [];
   const invalid: string[] = [];
-  for (const item of splitList(list)) {
+  for (const item of splitPortList(list)) {
     const named = names.get(item);
     if (named !== undefined) {
       ports.push(String(named));

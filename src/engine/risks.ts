@@ -4,9 +4,10 @@
  * pod as the user wrote it and the configuration in force for it (values after the pod's annotations).
  */
 import { ANNOTATIONS } from './names.js';
-import { isObject, objectsIn, type Container, type ContainerPort, type PodSpec } from './k8s.js';
+import { isObject, objectsIn, type Container, type PodSpec } from './k8s.js';
 import { parsePortRange, type PortRange } from './parsers.js';
-import { namedPorts, parsePortList } from './ports.js';
+import { memoizeText } from './memo.js';
+import { eachContainerPort, namedPorts, splitPortList } from './ports.js';
 import type { LinkerdValues } from './values.js';
 
 export type StartupRiskCode =
@@ -36,7 +37,9 @@ export interface StartupRiskInput {
   /** Lowercased kind of the workload that creates the pod ("job", "cronjob", "deployment", "pod", ...). */
   workloadKind: string;
   /** `config.linkerd.io/opaque-ports` as the pod or its namespace set it; absent when only the default applies. */
-  explicitOpaquePorts?: string;
+  explicitOpaquePorts?: string | undefined;
+  /** `namedPorts(spec)`, when the caller has it already. */
+  namedPorts?: ReadonlyMap<string, number>;
 }
 
 const JOB_KINDS = new Set(['job', 'cronjob']);
@@ -49,11 +52,36 @@ export function runAsUser(c: Container, spec: PodSpec): number | undefined {
   return typeof pod === 'number' ? pod : undefined;
 }
 
+/** One item of a port list: its text (which may name a container port) and the range it reads as, if any. */
+interface PortListItem {
+  item: string;
+  range: PortRange | undefined;
+}
+
+/**
+ * The items of a port list, remembered per text: the configured skip-inbound-ports ("4567,4568" by default) is read for
+ * every pod that declares a port. Only names depend on the pod, and those are looked up per pod (`ranges`).
+ */
+const portListItems = memoizeText((list: string): PortListItem[] =>
+  splitPortList(list).map((item) => ({ item, range: parsePortRange(item) })),
+);
+
+/**
+ * The ranges of a port list for a pod, as `parsePortList` reads it: an item that names one of the pod's ports stands
+ * for that port (before any reading as a number), other items for the range they read as, the rest for nothing.
+ */
 function ranges(list: string, names: ReadonlyMap<string, number>): PortRange[] {
-  return parsePortList(list, names).ports.flatMap((p) => {
-    const r = parsePortRange(p);
-    return r ? [r] : [];
-  });
+  const out: PortRange[] = [];
+  const items = portListItems(list);
+  // By index: a for-of over the remembered (frozen) items allocated an iterator result for each.
+  for (let i = 0; i < items.length; i++) {
+    const { item, range } = items[i] as PortListItem;
+    const named = names.get(item);
+    // A named port is rendered and read back as a range, which drops numbers beyond 65535.
+    const r = named === undefined ? range : parsePortRange(String(named));
+    if (r) out.push(r);
+  }
+  return out;
 }
 
 const within = (port: number, list: readonly PortRange[]): boolean => list.some((r) => port >= r.lo && port <= r.hi);
@@ -61,13 +89,19 @@ const within = (port: number, list: readonly PortRange[]): boolean => list.some(
 /** Every TCP port the pod's containers declare, with the container that declares it. */
 function declaredPorts(spec: PodSpec): Array<{ port: number; container: string }> {
   const out: Array<{ port: number; container: string }> = [];
-  for (const c of [...objectsIn<Container>(spec.initContainers), ...objectsIn<Container>(spec.containers)]) {
-    for (const p of objectsIn<ContainerPort>(c.ports)) {
-      if (typeof p.containerPort !== 'number' || (p.protocol !== undefined && p.protocol !== 'TCP')) continue;
-      out.push({ port: p.containerPort, container: c.name ?? '' });
-    }
-  }
+  eachContainerPort(spec, (p, c) => {
+    if (typeof p.containerPort !== 'number' || (p.protocol !== undefined && p.protocol !== 'TCP')) return;
+    out.push({ port: p.containerPort, container: c.name ?? '' });
+  });
   return out;
+}
+
+/** Which of the proxy's ports `port` is, the first in this order, if any. */
+function proxyPortName(ports: LinkerdValues['proxy']['ports'], port: number): string | undefined {
+  if (ports.inbound === port) return 'inbound';
+  if (ports.outbound === port) return 'outbound';
+  if (ports.admin === port) return 'admin';
+  return ports.control === port ? 'control' : undefined;
 }
 
 /** The start-up risks of a pod about to be injected with `values`, in the order the pod would meet them. */
@@ -125,26 +159,20 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
   }
 
   const ports = declaredPorts(spec);
-  const proxyPorts: Array<[string, number]> = [
-    ['inbound', proxy.ports.inbound],
-    ['outbound', proxy.ports.outbound],
-    ['admin', proxy.ports.admin],
-    ['control', proxy.ports.control],
-  ];
   for (const { port, container } of ports) {
-    const clash = proxyPorts.find(([, p]) => p === port);
-    if (!clash) continue;
+    const clash = proxyPortName(proxy.ports, port);
+    if (clash === undefined) continue;
     risks.push({
       code: 'container_port_is_proxy_port',
       container,
-      text: `container ${JSON.stringify(container)} declares port ${port}, the proxy's ${clash[0]} port: one of the two cannot listen on it`,
-      fix: `move the container to another port, or move the proxy's (config.linkerd.io/${clash[0]}-port)`,
+      text: `container ${JSON.stringify(container)} declares port ${port}, the proxy's ${clash} port: one of the two cannot listen on it`,
+      fix: `move the container to another port, or move the proxy's (config.linkerd.io/${clash}-port)`,
     });
   }
 
   // The port lists are parsed only when they can matter: most pods declare no port that skips the proxy.
   const skipped = values.proxyInit.ignoreInboundPorts;
-  const names = ports.length > 0 && skipped !== '' ? namedPorts(spec) : undefined;
+  const names = ports.length > 0 && skipped !== '' ? (input.namedPorts ?? namedPorts(spec)) : undefined;
   const skippedIn = names ? ranges(skipped, names) : [];
   let requireIdentity: PortRange[] | undefined;
   let explicitOpaque: PortRange[] | undefined;

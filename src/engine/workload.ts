@@ -61,6 +61,41 @@ export function stringMap(value: unknown): Readonly<Record<string, string>> {
   return value as Record<string, string>;
 }
 
+/**
+ * The keys of `map` that are among `names` (which has no duplicates), in the order of `names`. A pod carries a few
+ * annotations and the lists of names the engine looks for have around fifty, so the map's keys are visited and
+ * placed by their position in the list; a map with more keys than the list has names is searched name by name.
+ */
+export function keysAmong(map: Readonly<Record<string, string>>, names: readonly string[]): string[] {
+  const position = positions(names);
+  const found: number[] = [];
+  let visited = 0;
+  for (const key in map) {
+    if (++visited > names.length) return names.filter((name) => name in map);
+    const at = position.get(key);
+    if (at === undefined) continue;
+    // Insertion in order: the list found is a handful of positions.
+    let i = found.length;
+    for (; i > 0 && (found[i - 1] as number) > at; i--) found[i] = found[i - 1] as number;
+    found[i] = at;
+  }
+  const keys: string[] = [];
+  for (const at of found) keys.push(names[at] as string);
+  return keys;
+}
+
+/** Each name's position in its list, worked out once per list (the lists are the engine's own constants). */
+const positionsOf = new WeakMap<readonly string[], ReadonlyMap<string, number>>();
+
+function positions(names: readonly string[]): ReadonlyMap<string, number> {
+  let known = positionsOf.get(names);
+  if (known === undefined) {
+    known = new Map(names.map((name, at) => [name, at]));
+    positionsOf.set(names, known);
+  }
+  return known;
+}
+
 function stringCopy(value: Record<string, unknown>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(value)) {

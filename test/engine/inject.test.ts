@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { EngineError, inject, podPatch, trustRootSha256, uninject } from '../../src/engine/index.js';
+import {
+  EngineError,
+  inject,
+  podPatch,
+  prepareConfig,
+  trustRootSha256,
+  uninject,
+  type InjectorConfig,
+  type LinkerdValues,
+} from '../../src/engine/index.js';
+import { PROXY_ALPHA_ANNOTATIONS, PROXY_ANNOTATIONS } from '../../src/engine/names.js';
+import { seededRandom } from '../support/random.js';
 import { applyToValue } from '../../src/cli/yaml-patch.js';
 import { applied, names, pod, testConfig, testValues, TRUST_ANCHORS } from '../support/engine.js';
 
@@ -569,3 +580,76 @@ describe('capabilities from the Linkerd values (proxy.capabilities, proxyInit.ca
     expect(back.spec).toEqual(p['spec']);
   });
 });
+
+describe('a configuration prepared once for many pods', () => {
+  const KEYS = [...PROXY_ANNOTATIONS, ...PROXY_ALPHA_ANNOTATIONS];
+  const TEXTS = ['', '0', '1', '-1', '4191', '65536', 'true', 'false', 'enabled', 'disabled', '100m', '1.5', '64Mi', '1e400',
+    '500ms', '-1s', '4567,4568', '80,http,8080-8090', '9000-8000', '10.0.0.0/8', 'bogus', '0.5', 'deny', 'Always',
+    '[{"name":"X","value":"1"}]', '[{"name":"X"},{"name":"X","value":"2"}]', '{"a":1}', 'null', 'insecure', '+80'];
+
+  function randomPod(r: () => number, i: number): Obj {
+    const annotations: Record<string, string> = { 'linkerd.io/inject': 'enabled' };
+    for (let k = Math.floor(r() * 8); k > 0; k--) annotations[KEYS[Math.floor(r() * KEYS.length)]!] = TEXTS[Math.floor(r() * TEXTS.length)]!;
+    const ports = [80, 4567, 8080, 4191, 3306, 70000];
+    const containers = Array.from({ length: 1 + Math.floor(r() * 3) }, (_, c) => ({
+      name: `c${c}`,
+      image: 'app',
+      ports: Array.from({ length: Math.floor(r() * 3) }, (_, p) => ({ containerPort: ports[Math.floor(r() * ports.length)]!, name: `p${c}${p}` })),
+    }));
+    return pod({ annotations, labels: { 'app.kubernetes.io/name': `w${i}` }, spec: { containers } });
+  }
+
+  const configurations: Array<[string, (v: LinkerdValues) => void]> = [
+    ['the defaults', () => {}],
+    ['CNI and native sidecars', (v) => {
+      v.cniEnabled = true;
+      v.proxy.nativeSidecar = true;
+    }],
+    ['tracing, a root init container and repeated additional env', (v) => {
+      v.proxy.tracing = { ...v.proxy.tracing!, enabled: true, collector: { endpoint: 'c:4317', meshIdentity: { serviceAccountName: 'c', namespace: 'o' } } };
+      v.proxyInit.runAsRoot = true;
+      v.proxy.additionalEnv = [{ name: 'A', value: '1' }, { name: 'A', value: '2' }];
+    }],
+  ];
+
+  it.each(configurations)('injects exactly what the same values unprepared do, for valid and invalid annotations (%s)', (_, change) => {
+    const r = seededRandom(14);
+    const prepared = prepareConfig(testConfig(change));
+    const unprepared = testConfig(change);
+    const nsAnnotations = { 'config.linkerd.io/proxy-additional-env': '[{"name":"NS","value":"1"}]' };
+    for (let i = 0; i < 300; i++) {
+      const p = randomPod(r, i);
+      const request = (config: InjectorConfig) =>
+        inject({ object: structuredClone(p), kind: 'Pod', namespace: 'shop', namespaceAnnotations: i % 3 === 0 ? nsAnnotations : {}, config });
+      const expected = JSON.stringify(request(unprepared));
+      // Twice with the prepared configuration: what the first pod left behind must not change the second answer.
+      expect(JSON.stringify(request(prepared))).toBe(expected);
+      expect(JSON.stringify(request(prepared))).toBe(expected);
+    }
+  });
+
+  it('shares the parts of the proxy environment that no annotation changes, frozen, so no reader can change another pod', () => {
+    const config = prepareConfig(testConfig());
+    const envOf = (p: Obj): Array<Record<string, unknown>> => {
+      const result = inject({ object: p, kind: 'Pod', namespace: 'shop', config });
+      const proxy = result.patch.find((op) => isProxy(op.value))?.value as Obj;
+      return proxy['env'];
+    };
+    const first = envOf(enabledPod());
+    const second = envOf(enabledPod({ 'config.linkerd.io/proxy-log-level': 'debug' }));
+    const anchors = (env: Array<Record<string, unknown>>) => env.find((e) => e['name'] === 'LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS');
+    expect(anchors(second)).toBe(anchors(first));
+    expect(Object.isFrozen(anchors(first))).toBe(true);
+    expect(() => {
+      (anchors(first) as Record<string, unknown>)['value'] = 'changed';
+    }).toThrow(TypeError);
+    // The entry an annotation changed is the pod's own.
+    const log = (env: Array<Record<string, unknown>>) => env.find((e) => e['name'] === 'LINKERD2_PROXY_LOG');
+    expect(log(second)?.['value']).toBe('debug,[{headers}]=off,[{request}]=off');
+    expect(Object.isFrozen(log(second))).toBe(false);
+  });
+});
+
+function isProxy(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && (value as Obj)['name'] === 'linkerd-proxy';
+}

@@ -29,7 +29,7 @@ function run(
   const input: OverrideInput = {
     values: opts.values ?? defaultValues(),
     annotations,
-    labels: {},
+    labels: () => ({}),
     namedPorts: opts.namedPorts ?? new Map(),
   };
   if (opts.namespaceAdditionalEnv !== undefined) input.namespaceAdditionalEnv = opts.namespaceAdditionalEnv;
@@ -989,7 +989,7 @@ describe('applyOverrides: input values are not mutated', () => {
         [`${C}debug-image`]: 'x/debug',
         'resource.opentelemetry.io/team': 'core',
       },
-      labels: { 'app.kubernetes.io/name': 'web' },
+      labels: () => ({ 'app.kubernetes.io/name': 'web' }),
       namedPorts: new Map(),
       namespaceAdditionalEnv: '[{"name":"C","value":"4"}]',
     });
@@ -1133,7 +1133,7 @@ describe('the configuration the overrides start from', () => {
     const input = (values: LinkerdValues): OverrideInput => ({
       values,
       annotations: VALID,
-      labels: { 'app.kubernetes.io/name': 'web' },
+      labels: () => ({ 'app.kubernetes.io/name': 'web' }),
       namedPorts: new Map(),
       namespaceAdditionalEnv: '[{"name":"NS","value":"2"}]',
     });

@@ -81,6 +81,25 @@ describe('startup risks', () => {
     expect(codes(risksOf({ annotations, spec }))).toEqual(['skipped_port_requires_identity', 'skipped_port_is_opaque']);
   });
 
+  it('a port name in a list stands for the port it names in each pod, however often the list was read before', () => {
+    const annotations = {
+      'config.linkerd.io/skip-inbound-ports': '9000-9001',
+      'config.linkerd.io/proxy-require-identity-inbound-ports': 'web',
+    };
+    const spec = (web: number, other: number) => ({
+      containers: [{ name: 'app', image: 'a', ports: [{ name: 'web', containerPort: web }, { name: 'other', containerPort: other }] }],
+    });
+    const texts = (s: Spec) => risksOf({ annotations, spec: s }).map((r) => r.text);
+    expect(texts(spec(9000, 9001))).toEqual([expect.stringContaining('port 9000 is in skip-inbound-ports')]);
+    expect(texts(spec(9001, 9000))).toEqual([expect.stringContaining('port 9001 is in skip-inbound-ports')]);
+  });
+
+  it('a port name that reads as a number stands for the port it names in the configured skip list', () => {
+    const annotations = { 'config.linkerd.io/proxy-require-identity-inbound-ports': '9000' };
+    const spec = { containers: [{ name: 'app', image: 'a', ports: [{ name: '4567', containerPort: 9000 }] }] };
+    expect(risksOf({ annotations, spec }).map((r) => r.text)).toEqual([expect.stringContaining('port 9000 is in skip-inbound-ports')]);
+  });
+
   it('a skipped port that is opaque only by the default list is not reported', () => {
     const spec = { containers: [{ name: 'db', image: 'mysql', ports: [{ containerPort: 3306 }] }] };
     expect(risksOf({ annotations: { 'config.linkerd.io/skip-inbound-ports': '3306' }, spec })).toEqual([]);

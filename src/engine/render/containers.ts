@@ -17,9 +17,11 @@ import {
   type Capabilities,
   type Container,
   type EnvVar,
+  type Json,
   type JsonObject,
   type VolumeMount,
 } from '../k8s.js';
+import { deepFreeze } from '../memo.js';
 import { defaultValues, type LinkerdValues } from '../values.js';
 
 /** What the template needs to know of the app's first container. */
@@ -85,7 +87,10 @@ export function proxyResources(values: LinkerdValues): JsonObject | null {
   const limits = pick('limit');
   const requests = pick('request');
   if (!limits && !requests) return null;
-  return { ...(limits && { limits }), ...(requests && { requests }) };
+  const out: JsonObject = {};
+  if (limits) out['limits'] = limits;
+  if (requests) out['requests'] = requests;
+  return out;
 }
 
 function nonEmpty(list: string[] | undefined): list is string[] {
@@ -94,6 +99,13 @@ function nonEmpty(list: string[] | undefined): list is string[] {
 
 /** Renders an integer setting in plain decimal (Linkerd's templates would print 1e6 and above in exponent form). */
 const int = (n: number): string => String(Math.trunc(n));
+
+// Parts of the containers that never vary, shared (frozen) by every patch instead of built for each pod.
+const INIT_COMMAND: Json = deepFreeze(['/usr/lib/linkerd/linkerd2-proxy-init']);
+const RUNTIME_DEFAULT: JsonObject = deepFreeze({ type: 'RuntimeDefault' });
+const END_ENTITY_MOUNT: JsonObject = deepFreeze({ mountPath: '/var/run/linkerd/identity/end-entity', name: END_ENTITY_VOLUME });
+const PODINFO_MOUNT: JsonObject = deepFreeze({ mountPath: '/var/run/linkerd/podinfo', name: PODINFO_VOLUME });
+const IDENTITY_TOKEN_MOUNT: JsonObject = deepFreeze({ mountPath: '/var/run/secrets/tokens', name: IDENTITY_TOKEN_VOLUME });
 
 export function initContainer(values: LinkerdValues, app: AppContext): JsonObject {
   const init = values.proxyInit;
@@ -133,7 +145,7 @@ export function initContainer(values: LinkerdValues, app: AppContext): JsonObjec
     args,
     image: proxyImage(values),
     imagePullPolicy: pullPolicy(values.proxy.image.pullPolicy, values),
-    command: ['/usr/lib/linkerd/linkerd2-proxy-init'],
+    command: INIT_COMMAND,
     name: INIT_CONTAINER,
     resources: proxyResources(values),
     securityContext: {
@@ -142,7 +154,7 @@ export function initContainer(values: LinkerdValues, app: AppContext): JsonObjec
       privileged,
       ...identity,
       readOnlyRootFilesystem: true,
-      seccompProfile: { type: 'RuntimeDefault' },
+      seccompProfile: RUNTIME_DEFAULT,
     },
     terminationMessagePolicy: 'FallbackToLogsOnError',
     volumeMounts: mounts,
@@ -234,11 +246,9 @@ export function proxyContainer({ values, env, app }: ProxyContainerInput): JsonO
     };
   }
   container['terminationMessagePolicy'] = 'FallbackToLogsOnError';
-  const mounts: JsonObject[] = [{ mountPath: '/var/run/linkerd/identity/end-entity', name: END_ENTITY_VOLUME }];
-  if (proxy.tracing?.enabled) mounts.push({ mountPath: '/var/run/linkerd/podinfo', name: PODINFO_VOLUME });
-  if (values.identity.serviceAccountTokenProjection) {
-    mounts.push({ mountPath: '/var/run/secrets/tokens', name: IDENTITY_TOKEN_VOLUME });
-  }
+  const mounts: JsonObject[] = [END_ENTITY_MOUNT];
+  if (proxy.tracing?.enabled) mounts.push(PODINFO_MOUNT);
+  if (values.identity.serviceAccountTokenProjection) mounts.push(IDENTITY_TOKEN_MOUNT);
   if (app.serviceAccountMount) mounts.push({ ...app.serviceAccountMount });
   container['volumeMounts'] = mounts;
   return container;
@@ -259,23 +269,26 @@ function proxySecurityContext(values: LinkerdValues, app: AppContext): JsonObjec
   ctx['runAsNonRoot'] = true;
   ctx['runAsUser'] = values.proxy.uid;
   if (values.proxy.gid >= 0) ctx['runAsGroup'] = values.proxy.gid;
-  ctx['seccompProfile'] = { type: 'RuntimeDefault' };
+  ctx['seccompProfile'] = RUNTIME_DEFAULT;
   return ctx;
 }
 
+/** The volumes that do not depend on the configuration, built once and shared (frozen) by every patch. */
+const END_ENTITY: JsonObject = deepFreeze({ name: END_ENTITY_VOLUME, emptyDir: { medium: 'Memory' } });
+const PODINFO: JsonObject = deepFreeze({
+  name: PODINFO_VOLUME,
+  downwardAPI: { items: [{ fieldRef: { fieldPath: 'metadata.labels' }, path: 'labels' }] },
+});
+const IDENTITY_TOKEN: JsonObject = deepFreeze({
+  name: IDENTITY_TOKEN_VOLUME,
+  projected: {
+    sources: [{ serviceAccountToken: { audience: 'identity.l5d.io', expirationSeconds: 86400, path: 'linkerd-identity-token' } }],
+  },
+});
+
 export const volumes = {
   xtablesLock: (values: LinkerdValues): JsonObject => ({ emptyDir: {}, name: values.proxyInit.xtMountPath.name }),
-  endEntity: (): JsonObject => ({ name: END_ENTITY_VOLUME, emptyDir: { medium: 'Memory' } }),
-  podinfo: (): JsonObject => ({
-    name: PODINFO_VOLUME,
-    downwardAPI: { items: [{ fieldRef: { fieldPath: 'metadata.labels' }, path: 'labels' }] },
-  }),
-  identityToken: (): JsonObject => ({
-    name: IDENTITY_TOKEN_VOLUME,
-    projected: {
-      sources: [
-        { serviceAccountToken: { audience: 'identity.l5d.io', expirationSeconds: 86400, path: 'linkerd-identity-token' } },
-      ],
-    },
-  }),
+  endEntity: (): JsonObject => END_ENTITY,
+  podinfo: (): JsonObject => PODINFO,
+  identityToken: (): JsonObject => IDENTITY_TOKEN,
 };

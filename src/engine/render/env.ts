@@ -1,6 +1,7 @@
 /** The proxy container's environment, in the exact order Linkerd renders it. */
 import { copyPlain, type EnvVar } from '../k8s.js';
 import { compareCodeUnits } from '../patch.js';
+import { deepFreeze } from '../memo.js';
 import type { LinkerdValues, ProxyParams } from '../values.js';
 
 export interface EnvInput {
@@ -9,6 +10,33 @@ export interface EnvInput {
   inboundPorts: string;
   isIngress: boolean;
   isGateway: boolean;
+  /** The parts rendered once for the configuration; used only where the values they came from are still in force. */
+  prepared?: PreparedEnv | undefined;
+}
+
+/**
+ * The parts of the environment that no annotation changes, rendered once per configuration (by `prepareConfig`) instead
+ * of for every pod. They are frozen and shared by every patch built with that configuration.
+ */
+export interface PreparedEnv {
+  /** The values and control-plane namespace they were rendered for. */
+  values: LinkerdValues;
+  controlPlaneNamespace: string;
+  inbound: readonly EnvVar[];
+  outbound: readonly EnvVar[];
+  /** From LINKERD2_PROXY_DESTINATION_CONTEXT to LINKERD2_PROXY_POLICY_SVC_NAME: identity and control-plane names. */
+  identity: readonly EnvVar[];
+}
+
+/** Renders the parts of the environment that depend on the configuration alone. */
+export function prepareEnv(values: LinkerdValues, controlPlaneNamespace: string): PreparedEnv {
+  return deepFreeze({
+    values,
+    controlPlaneNamespace,
+    inbound: paramsEnv('INBOUND', values.proxy.inbound),
+    outbound: paramsEnv('OUTBOUND', values.proxy.outbound),
+    identity: identityEnv(values, controlPlaneNamespace),
+  });
 }
 
 const field = (name: string, fieldPath: string): EnvVar => ({ name, valueFrom: { fieldRef: { fieldPath } } });
@@ -60,6 +88,26 @@ function paramsEnv(direction: 'INBOUND' | 'OUTBOUND', params: ProxyParams): EnvV
   return out;
 }
 
+// Entries that are the same in every proxy's environment; shared by every patch, hence frozen.
+const POLICY_WORKLOAD: EnvVar = deepFreeze(env('LINKERD2_PROXY_POLICY_WORKLOAD', '{"ns":"$(_pod_ns)", "pod":"$(_pod_name)"}\n'));
+const INBOUND_IPS: EnvVar = deepFreeze(field('LINKERD2_PROXY_INBOUND_IPS', 'status.podIPs'));
+const KEEPALIVES: readonly EnvVar[] = deepFreeze([
+  env('LINKERD2_PROXY_INBOUND_ACCEPT_KEEPALIVE', '10000ms'),
+  env('LINKERD2_PROXY_OUTBOUND_CONNECT_KEEPALIVE', '10000ms'),
+  env('LINKERD2_PROXY_INBOUND_ACCEPT_USER_TIMEOUT', '30s'),
+  env('LINKERD2_PROXY_OUTBOUND_CONNECT_USER_TIMEOUT', '30s'),
+]);
+
+/** The first entries of every proxy's environment. */
+const POD_FIELDS: readonly EnvVar[] = deepFreeze([
+  field('_pod_name', 'metadata.name'),
+  field('_pod_ns', 'metadata.namespace'),
+  field('_pod_uid', 'metadata.uid'),
+  field('_pod_ip', 'status.podIP'),
+  field('_pod_nodeName', 'spec.nodeName'),
+  env('_pod_containerName', 'linkerd-proxy'),
+]);
+
 /** The proxy's environment. Optional entries appear only when their setting is given, as in Linkerd's template. */
 export function proxyEnv(input: EnvInput): EnvVar[] {
   const { values, controlPlaneNamespace: cp } = input;
@@ -68,14 +116,8 @@ export function proxyEnv(input: EnvInput): EnvVar[] {
   const td = values.identityTrustDomain || cd;
   const any = values.disableIPv6 ? '0.0.0.0' : '[::]';
   const ports = proxy.ports;
-  const out: EnvVar[] = [
-    field('_pod_name', 'metadata.name'),
-    field('_pod_ns', 'metadata.namespace'),
-    field('_pod_uid', 'metadata.uid'),
-    field('_pod_ip', 'status.podIP'),
-    field('_pod_nodeName', 'spec.nodeName'),
-    env('_pod_containerName', 'linkerd-proxy'),
-  ];
+  const out: EnvVar[] = [];
+  pushAll(out, POD_FIELDS);
 
   const workers = proxy.runtime.workers;
   if (proxy.cores) {
@@ -97,22 +139,19 @@ export function proxyEnv(input: EnvInput): EnvVar[] {
     env('LINKERD2_PROXY_DESTINATION_SVC_ADDR', `linkerd-dst-headless.${cp}.svc.${cd}.:8086`),
     env('LINKERD2_PROXY_DESTINATION_PROFILE_NETWORKS', values.clusterNetworks),
     env('LINKERD2_PROXY_POLICY_SVC_ADDR', `linkerd-policy.${cp}.svc.${cd}.:8090`),
-    env('LINKERD2_PROXY_POLICY_WORKLOAD', '{"ns":"$(_pod_ns)", "pod":"$(_pod_name)"}\n'),
+    POLICY_WORKLOAD,
     env('LINKERD2_PROXY_INBOUND_DEFAULT_POLICY', proxy.defaultInboundPolicy),
     env('LINKERD2_PROXY_POLICY_CLUSTER_NETWORKS', values.clusterNetworks),
     env('LINKERD2_PROXY_CONTROL_STREAM_INITIAL_TIMEOUT', proxy.control.streams.initialTimeout ?? ''),
     env('LINKERD2_PROXY_CONTROL_STREAM_IDLE_TIMEOUT', proxy.control.streams.idleTimeout ?? ''),
     env('LINKERD2_PROXY_CONTROL_STREAM_LIFETIME', proxy.control.streams.lifetime ?? ''),
   );
-  const optional: Array<[string, string]> = [
-    ['LINKERD2_PROXY_INBOUND_CONNECT_TIMEOUT', proxy.inboundConnectTimeout],
-    ['LINKERD2_PROXY_OUTBOUND_CONNECT_TIMEOUT', proxy.outboundConnectTimeout],
-    ['LINKERD2_PROXY_OUTBOUND_DISCOVERY_IDLE_TIMEOUT', proxy.outboundDiscoveryCacheUnusedTimeout],
-    ['LINKERD2_PROXY_INBOUND_DISCOVERY_IDLE_TIMEOUT', proxy.inboundDiscoveryCacheUnusedTimeout],
-    ['LINKERD2_PROXY_OUTBOUND_DETECT_TIMEOUT', proxy.disableOutboundProtocolDetectTimeout ? '365d' : ''],
-    ['LINKERD2_PROXY_INBOUND_DETECT_TIMEOUT', proxy.disableInboundProtocolDetectTimeout ? '365d' : ''],
-  ];
-  for (const [name, value] of optional) if (value) out.push(env(name, value));
+  optional(out, 'LINKERD2_PROXY_INBOUND_CONNECT_TIMEOUT', proxy.inboundConnectTimeout);
+  optional(out, 'LINKERD2_PROXY_OUTBOUND_CONNECT_TIMEOUT', proxy.outboundConnectTimeout);
+  optional(out, 'LINKERD2_PROXY_OUTBOUND_DISCOVERY_IDLE_TIMEOUT', proxy.outboundDiscoveryCacheUnusedTimeout);
+  optional(out, 'LINKERD2_PROXY_INBOUND_DISCOVERY_IDLE_TIMEOUT', proxy.inboundDiscoveryCacheUnusedTimeout);
+  optional(out, 'LINKERD2_PROXY_OUTBOUND_DETECT_TIMEOUT', proxy.disableOutboundProtocolDetectTimeout ? '365d' : '');
+  optional(out, 'LINKERD2_PROXY_INBOUND_DETECT_TIMEOUT', proxy.disableInboundProtocolDetectTimeout ? '365d' : '');
   const outbound = `127.0.0.1:${ports.outbound}`;
   out.push(
     env('LINKERD2_PROXY_CONTROL_LISTEN_ADDR', `${any}:${ports.control}`),
@@ -120,19 +159,14 @@ export function proxyEnv(input: EnvInput): EnvVar[] {
     env('LINKERD2_PROXY_OUTBOUND_LISTEN_ADDR', outbound),
     env('LINKERD2_PROXY_OUTBOUND_LISTEN_ADDRS', values.disableIPv6 ? outbound : `${outbound},[::1]:${ports.outbound}`),
     env('LINKERD2_PROXY_INBOUND_LISTEN_ADDR', `${any}:${ports.inbound}`),
-    field('LINKERD2_PROXY_INBOUND_IPS', 'status.podIPs'),
+    INBOUND_IPS,
     env('LINKERD2_PROXY_INBOUND_PORTS', input.inboundPorts),
   );
   if (input.isGateway) out.push(env('LINKERD2_PROXY_INBOUND_GATEWAY_SUFFIXES', `svc.${cd}.`));
   if (input.isIngress) out.push(env('LINKERD2_PROXY_INGRESS_MODE', 'true'));
-  out.push(
-    env('LINKERD2_PROXY_DESTINATION_PROFILE_SUFFIXES', proxy.enableExternalProfiles ? '.' : `svc.${cd}.`),
-    env('LINKERD2_PROXY_INBOUND_ACCEPT_KEEPALIVE', '10000ms'),
-    env('LINKERD2_PROXY_OUTBOUND_CONNECT_KEEPALIVE', '10000ms'),
-    env('LINKERD2_PROXY_INBOUND_ACCEPT_USER_TIMEOUT', '30s'),
-    env('LINKERD2_PROXY_OUTBOUND_CONNECT_USER_TIMEOUT', '30s'),
-    env('LINKERD2_PROXY_OUTBOUND_METRICS_HOSTNAME_LABELS', String(proxy.metrics.hostnameLabels)),
-  );
+  out.push(env('LINKERD2_PROXY_DESTINATION_PROFILE_SUFFIXES', proxy.enableExternalProfiles ? '.' : `svc.${cd}.`));
+  pushAll(out, KEEPALIVES);
+  out.push(env('LINKERD2_PROXY_OUTBOUND_METRICS_HOSTNAME_LABELS', String(proxy.metrics.hostnameLabels)));
   const tracing = proxy.tracing;
   if (tracing?.enabled) {
     const mesh = tracing.collector.meshIdentity;
@@ -152,10 +186,42 @@ export function proxyEnv(input: EnvInput): EnvVar[] {
       env('LINKERD2_PROXY_TRACE_EXTRA_ATTRIBUTES', attributes),
     );
   }
-  out.push(...paramsEnv('INBOUND', proxy.inbound), ...paramsEnv('OUTBOUND', proxy.outbound));
+  // The overrides copy the values for each pod but share what no annotation changes: where that is still the
+  // configuration's own, so is its rendering.
+  const fixed = input.prepared?.controlPlaneNamespace === cp ? input.prepared : undefined;
+  const configured = fixed?.values;
+  pushAll(out, fixed && configured?.proxy.inbound === proxy.inbound ? fixed.inbound : paramsEnv('INBOUND', proxy.inbound));
+  pushAll(out, fixed && configured?.proxy.outbound === proxy.outbound ? fixed.outbound : paramsEnv('OUTBOUND', proxy.outbound));
   if (proxy.opaquePorts) out.push(env('LINKERD2_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION', proxy.opaquePorts));
+  const sameIdentity =
+    configured !== undefined &&
+    configured.clusterDomain === values.clusterDomain &&
+    configured.identityTrustDomain === values.identityTrustDomain &&
+    configured.identityTrustAnchorsPEM === values.identityTrustAnchorsPEM &&
+    configured.identity.serviceAccountTokenProjection === values.identity.serviceAccountTokenProjection;
+  pushAll(out, fixed && sameIdentity ? fixed.identity : identityEnv(values, cp));
+  if (proxy.accessLog) out.push(env('LINKERD2_PROXY_ACCESS_LOG', proxy.accessLog));
+  if (proxy.shutdownGracePeriod) out.push(env('LINKERD2_PROXY_SHUTDOWN_GRACE_PERIOD', proxy.shutdownGracePeriod));
+  out.push(...copyPlain(proxy.additionalEnv), ...copyPlain(proxy.experimentalEnv));
+  return out;
+}
+
+/** An entry that appears only when its setting is given. */
+function optional(out: EnvVar[], name: string, value: string): void {
+  if (value) out.push(env(name, value));
+}
+
+function pushAll<T>(out: T[], items: readonly T[]): void {
+  // By index: a for-of over a frozen array allocated an iterator result for every item.
+  for (let i = 0; i < items.length; i++) out.push(items[i] as T);
+}
+
+/** The identity and control-plane entries, which depend on the cluster's names and trust anchors only. */
+function identityEnv(values: LinkerdValues, cp: string): EnvVar[] {
+  const cd = values.clusterDomain;
+  const td = values.identityTrustDomain || cd;
   const identity = `serviceaccount.identity.${cp}.${td}`;
-  out.push(
+  return [
     env(
       'LINKERD2_PROXY_DESTINATION_CONTEXT',
       '{"ns":"$(_pod_ns)", "nodeName":"$(_pod_nodeName)", "pod":"$(_pod_name)"}\n',
@@ -176,9 +242,5 @@ export function proxyEnv(input: EnvInput): EnvVar[] {
     env('LINKERD2_PROXY_IDENTITY_SVC_NAME', `linkerd-identity.${cp}.${identity}`),
     env('LINKERD2_PROXY_DESTINATION_SVC_NAME', `linkerd-destination.${cp}.${identity}`),
     env('LINKERD2_PROXY_POLICY_SVC_NAME', `linkerd-destination.${cp}.${identity}`),
-  );
-  if (proxy.accessLog) out.push(env('LINKERD2_PROXY_ACCESS_LOG', proxy.accessLog));
-  if (proxy.shutdownGracePeriod) out.push(env('LINKERD2_PROXY_SHUTDOWN_GRACE_PERIOD', proxy.shutdownGracePeriod));
-  out.push(...copyPlain(proxy.additionalEnv), ...copyPlain(proxy.experimentalEnv));
-  return out;
+  ];
 }
