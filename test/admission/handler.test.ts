@@ -1,4 +1,4 @@
-/** The admission handler on its own, without fastify: what each kind of request becomes, and how failures are decided. */
+/** The admission handler on its own, without a listener: what each kind of request becomes, and how failures are decided. */
 import { describe, expect, it } from 'vitest';
 import {
   AnswerCache,
