@@ -166,9 +166,9 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     const tooLarge = `the body is larger than ${MAX_BODY_BYTES} bytes`;
     // The client is told at once, and the connection is not kept: the rest of its body is not worth reading.
     if (Number(request.headers['content-length'] ?? 0) > MAX_BODY_BYTES) return refuse(response, 413, tooLarge, 'body_too_large', true);
-    readBody(request, MAX_BODY_BYTES, (outcome) => {
-      if (outcome === 'too large') return refuse(response, 413, tooLarge, 'body_too_large', true);
-      answer(response, outcome).catch((err: unknown) => {
+    readBody(request, MAX_BODY_BYTES, (text) => {
+      if (text === undefined) return refuse(response, 413, tooLarge, 'body_too_large', true);
+      answer(response, text).catch((err: unknown) => {
         logger.error({ err }, 'failed to answer admission request');
         if (!response.headersSent) sendText(response, 500, 'internal error while answering the request\n');
         else response.destroy();
@@ -208,10 +208,10 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
 }
 
 /**
- * Reads a request's body as UTF-8 text, up to `limit` bytes; past that, tells `done` once and drops the rest. A
- * client that goes away mid-body gets nothing (there is nobody to answer).
+ * Reads a request's body as UTF-8 text, up to `limit` bytes; past that, tells `done` once with undefined and drops
+ * the rest. A client that goes away mid-body gets nothing (there is nobody to answer).
  */
-function readBody(request: IncomingMessage, limit: number, done: (outcome: string | 'too large') => void): void {
+function readBody(request: IncomingMessage, limit: number, done: (text: string | undefined) => void): void {
   const chunks: Buffer[] = [];
   let size = 0;
   let over = false;
@@ -221,7 +221,7 @@ function readBody(request: IncomingMessage, limit: number, done: (outcome: strin
     if (size > limit) {
       over = true;
       chunks.length = 0;
-      done('too large');
+      done(undefined);
     } else {
       chunks.push(chunk);
     }

@@ -142,6 +142,7 @@ describe('bad input gets a status and a one-line reason', () => {
   it.each([
     ['a body that is not JSON', '{"apiVersion": ', 'application/json', 400, /^the body is not valid JSON$/],
     ['an empty body', '', 'application/json', 400, /^the body is empty$/],
+    ['a body that reads like a refusal', 'too large', 'application/json', 400, /^the body is not valid JSON$/],
     ['a JSON array', '[]', 'application/json', 400, /^the body is not a JSON object$/],
     ['the wrong kind', { ...valid, kind: 'ConversionReview' }, 'application/json', 400, /unsupported kind "ConversionReview"/],
     ['the wrong apiVersion', { ...valid, apiVersion: 'admission.k8s.io/v2' }, 'application/json', 400, /unsupported apiVersion/],
