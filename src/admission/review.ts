@@ -19,7 +19,6 @@ export class ReviewError extends Error {
   }
 }
 
-
 export interface ParsedReview {
   apiVersion: AdmissionApiVersion;
   request: AdmissionRequest;
@@ -66,8 +65,10 @@ export function allowed(uid: string, warnings?: string[]): AdmissionResponse {
 
 /** Admits the object with a JSON patch (base64 of its bytes). */
 export function patched(uid: string, patch: string, warnings?: string[]): AdmissionResponse {
-  const response: AdmissionResponse = { uid, allowed: true, patchType: 'JSONPatch', patch };
-  if (warnings && warnings.length > 0) response.warnings = warnings;
+  // Set on the allowed response rather than spread into a new one: this is on every injected admission's path.
+  const response = allowed(uid, warnings);
+  response.patchType = 'JSONPatch';
+  response.patch = patch;
   return response;
 }
 
