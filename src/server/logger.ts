@@ -38,7 +38,7 @@ export function createLogger(options: { level: LevelWithSilent; format?: LogForm
       transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,component' } },
     });
   }
-  return pino(settings, new LinesPerTurn(pino.destination({ dest: 1, sync: false, maxLength: MAX_PENDING_LOG_BYTES })));
+  return pino(settings, new GatheredLines(pino.destination({ dest: 1, sync: false, maxLength: MAX_PENDING_LOG_BYTES })));
 }
 
 /**
@@ -52,7 +52,7 @@ const LOG_GATHER_MS = 20;
  * Lines gathered for LOG_GATHER_MS, then handed to the destination as one write. The destination writes in the
  * background and synchronously at exit; lines still held here at exit are handed to it first.
  */
-class LinesPerTurn {
+class GatheredLines {
   private pending: string[] = [];
   private scheduled = false;
 
