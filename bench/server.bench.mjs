@@ -26,6 +26,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { MIXES, sizedPod } from './reviews.mjs';
+import { imageNodeOptions } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const check = process.env['BENCH_CHECK'] === '1';
@@ -34,9 +35,8 @@ const connections = Number(process.env['BENCH_CONNECTIONS'] ?? '16');
 const requestsPerMix = Number(process.env['BENCH_REQUESTS'] ?? (check ? '100' : '500'));
 const mixes = (process.env['BENCH_MIXES'] ?? 'rollout,distinct,skip,large').split(',');
 const canPin = process.platform === 'linux' && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
-// The image's memory flags, read from the Dockerfile so that the figures are the image's.
-const nodeOptions = /^ENV NODE_OPTIONS="([^"]*)"/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))?.[1];
-if (nodeOptions === undefined) throw new Error('no ENV NODE_OPTIONS="..." line in the Dockerfile');
+// The image's memory flags, so that the figures are the image's.
+const nodeOptions = imageNodeOptions(root);
 
 if (canPin && process.env['BENCH_PINNED'] === undefined) {
   const run = spawnSync('taskset', ['-c', '1', process.execPath, fileURLToPath(import.meta.url)], { stdio: 'inherit', env: { ...process.env, BENCH_PINNED: '1' } });

@@ -9,11 +9,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { imageNodeOptions, listeningUrls } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const runs = Number(process.env['BENCH_RUNS'] ?? '7');
-const nodeOptions = /^ENV NODE_OPTIONS="([^"]*)"/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))?.[1];
-if (nodeOptions === undefined) throw new Error('no ENV NODE_OPTIONS="..." line in the Dockerfile');
+const nodeOptions = imageNodeOptions(root);
 const env = { ...process.env, NODE_OPTIONS: nodeOptions, KUBECONFIG: '' };
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -53,14 +53,7 @@ const rows = MODULES.map(([spec, when]) => {
 async function serveOnce(dir) {
   const started = performance.now();
   const child = spawn(process.execPath, [join(root, 'dist', 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--tls-dir', join(dir, 'tls'), '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'], { env: { ...env, HOME: dir }, stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise((resolve, reject) => {
-    let seen = '';
-    child.stdout.on('data', (chunk) => {
-      seen += chunk;
-      if (seen.includes('proxy-injector listening')) resolve();
-    });
-    child.on('exit', (code) => reject(new Error(`serve exited with ${code}`)));
-  });
+  await listeningUrls(child);
   const readyMs = performance.now() - started;
   child.stdout.resume();
   await new Promise((r) => setTimeout(r, 500));
