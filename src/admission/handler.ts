@@ -67,6 +67,14 @@ function evaluated(response: AdmissionResponse, result: AdmissionRecord, owner: 
   return out;
 }
 
+/**
+ * Base64 of a text's UTF-8 bytes. btoa encodes a text's characters as single bytes, which for a text of ASCII alone
+ * (as good as every patch) are its UTF-8 bytes: it then skips the Buffer that Buffer.from would copy the text into.
+ */
+export function base64OfText(text: string): string {
+  return Buffer.byteLength(text) === text.length ? btoa(text) : Buffer.from(text).toString('base64');
+}
+
 /** Whether a controller (a ReplicaSet, Job, StatefulSet...) made the object: only such pods come many alike. */
 function madeByController(object: Record<string, unknown>): boolean {
   const metadata = object['metadata'];
@@ -127,7 +135,7 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
     });
     // kubectl prints warnings to whoever created the pod: the start-up risks belong there too.
     const warnings = boundedWarnings([...result.warnings, ...result.risks.map(riskWarning)]);
-    const patch = result.patch.length > 0 ? Buffer.from(JSON.stringify(result.patch)).toString('base64') : undefined;
+    const patch = result.patch.length > 0 ? base64OfText(JSON.stringify(result.patch)) : undefined;
     const response = patch !== undefined ? patched(uid, patch, warnings) : allowed(uid, warnings);
     if (key === undefined) return evaluated(response, result, owner);
     const responseTail = encodeResponseTail(response);

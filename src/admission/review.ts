@@ -85,19 +85,24 @@ export function reviewResponse(apiVersion: AdmissionApiVersion, response: Admiss
   return { apiVersion, kind: 'AdmissionReview', response };
 }
 
+/** The JSON of a response's fields after its uid and before its patch (`,"allowed":...`). */
+function fieldsBeforePatch(response: AdmissionResponse): string {
+  let out = `,"allowed":${response.allowed}`;
+  if (response.status !== undefined) out += `,"status":${JSON.stringify(response.status)}`;
+  if (response.warnings !== undefined) out += `,"warnings":${JSON.stringify(response.warnings)}`;
+  if (response.auditAnnotations !== undefined) out += `,"auditAnnotations":${JSON.stringify(response.auditAnnotations)}`;
+  if (response.patchType !== undefined) out += `,"patchType":${JSON.stringify(response.patchType)}`;
+  return out;
+}
+
 /**
  * The JSON of a response after its uid (`,"allowed":...}}`). Written directly: the patch is base64 (A-Z, a-z, 0-9, +,
  * /, =), which never needs escaping, so an answer of many kilobytes is not scanned character by character as
  * JSON.stringify of the whole review would do.
  */
 function responseTail(response: AdmissionResponse): string {
-  let out = `,"allowed":${response.allowed}`;
-  if (response.status !== undefined) out += `,"status":${JSON.stringify(response.status)}`;
-  if (response.warnings !== undefined) out += `,"warnings":${JSON.stringify(response.warnings)}`;
-  if (response.auditAnnotations !== undefined) out += `,"auditAnnotations":${JSON.stringify(response.auditAnnotations)}`;
-  if (response.patchType !== undefined) out += `,"patchType":${JSON.stringify(response.patchType)}`;
-  if (response.patch !== undefined) out += `,"patch":"${response.patch}"`;
-  return `${out}}}`;
+  const fields = fieldsBeforePatch(response);
+  return response.patch === undefined ? `${fields}}}` : `${fields},"patch":"${response.patch}"}}`;
 }
 
 /** The JSON of a review before its response's uid's closing: `{"apiVersion":...,"response":{"uid":"..."`. */
@@ -107,6 +112,17 @@ export const reviewHeadOf = (apiVersion: AdmissionApiVersion, uid: string): stri
 /** The JSON of the review that answers a request: the caller's apiVersion and kind, then the response. */
 export function serializeReview(apiVersion: AdmissionApiVersion, response: AdmissionResponse): string {
   return reviewHeadOf(apiVersion, response.uid) + responseTail(response);
+}
+
+/**
+ * The JSON of the review that answers a request, in pieces whose concatenation is serializeReview's text. The patch,
+ * most of an injected answer's bytes, is a piece of its own: it is written as the string it was encoded into, where
+ * one text would have copied it into a new string, and a second time when the headers were put before it.
+ */
+export function reviewPieces(apiVersion: AdmissionApiVersion, response: AdmissionResponse): string[] {
+  const head = reviewHeadOf(apiVersion, response.uid);
+  if (response.patch === undefined) return [head + responseTail(response)];
+  return [`${head}${fieldsBeforePatch(response)},"patch":"`, response.patch, '"}}'];
 }
 
 /**

@@ -5,8 +5,8 @@ import type { Logger } from 'pino';
 import secureJson from 'secure-json-parse';
 import {
   reviewHeadOf,
+  reviewPieces,
   handleAdmission,
-  serializeReview,
   parseReview,
   ReviewError,
   type AdmissionRequest,
@@ -143,16 +143,24 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     const started = performance.now();
     const handled = await handleAdmission(admission, sources);
     // A cached answer's tail is already bytes: it is written after its head without being copied into a new buffer.
-    // Any other answer is text, which node:http writes in one piece with the headers.
+    // Any other answer is written in pieces, its patch apart, so that no piece is copied into a larger string. node:http
+    // corks the socket at the first write until the next tick, so the pieces still leave in one TLS write.
     const tail = handled.kind === 'evaluated' ? handled.responseTail : undefined;
-    const json = tail ? reviewHeadOf(apiVersion, admission.uid) : serializeReview(apiVersion, handled.response);
+    const pieces = tail ? [reviewHeadOf(apiVersion, admission.uid)] : reviewPieces(apiVersion, handled.response);
     metrics.record(handled, admission.namespace ?? '', (performance.now() - started) / 1e3);
     logAdmission(logger, debug, admission, handled);
     options.onAdmitted?.(handled, admission);
-    response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(json) + (tail?.length ?? 0) });
-    if (!tail) return void response.end(json);
-    response.write(json);
-    response.end(tail);
+    let length = tail?.length ?? 0;
+    for (const piece of pieces) length += Buffer.byteLength(piece);
+    response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': length });
+    const last = pieces.length - 1;
+    for (let i = 0; i < last; i++) response.write(pieces[i]);
+    if (tail) {
+      response.write(pieces[last]);
+      response.end(tail);
+    } else {
+      response.end(pieces[last]);
+    }
   };
 
   const handle: RequestHandler = (request, response) => {

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { AnswerCache, answerKey } from '../../src/admission/answer-cache.js';
 import { handleAdmission, type AdmissionSources } from '../../src/admission/handler.js';
-import { encodeResponseTail, parseReview, reviewHeadOf, reviewResponse, serializeReview } from '../../src/admission/review.js';
+import { encodeResponseTail, parseReview, reviewHeadOf, reviewPieces, reviewResponse, serializeReview } from '../../src/admission/review.js';
 import { inject, type InjectorConfig } from '../../src/engine/index.js';
 import { admissionReview, decodedPatch } from '../support/admission.js';
 import { pod, testConfig } from '../support/engine.js';
@@ -148,7 +148,7 @@ describe('handleAdmission with the cache', () => {
   });
 });
 
-describe('serializeReview, and a head with an encoded tail', () => {
+describe('serializeReview, a head with an encoded tail, and the pieces written', () => {
   it('writes the same JSON as JSON.stringify of the review, for every kind of response', () => {
     const responses = [
       { uid: 'u"1', allowed: true },
@@ -160,6 +160,11 @@ describe('serializeReview, and a head with an encoded tail', () => {
         const plain = JSON.parse(JSON.stringify(reviewResponse(apiVersion, response)));
         expect(JSON.parse(serializeReview(apiVersion, response))).toEqual(plain);
         expect(reviewHeadOf(apiVersion, response.uid) + encodeResponseTail(response).toString()).toBe(serializeReview(apiVersion, response));
+        const pieces = reviewPieces(apiVersion, response);
+        expect(pieces.join('')).toBe(serializeReview(apiVersion, response));
+        // The patch, when there is one, is a piece of its own, the very string of the response.
+        if (response.patch !== undefined) expect(pieces).toContain(response.patch);
+        else expect(pieces).toHaveLength(1);
       }
     }
   });

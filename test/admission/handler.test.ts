@@ -11,6 +11,7 @@ import {
   type AdmissionSources,
   type HandledAdmission,
 } from '../../src/admission/index.js';
+import { base64OfText } from '../../src/admission/handler.js';
 import { admissionReview, decodedPatch } from '../support/admission.js';
 import { applied, names, pod, testConfig } from '../support/engine.js';
 
@@ -176,5 +177,16 @@ describe('boundedWarnings', () => {
     expect(bounded).toHaveLength(11);
     expect(bounded.slice(0, 10).every((w) => w.length === 240 && w.endsWith('...'))).toBe(true);
     expect(bounded[10]).toBe('and 2 more');
+  });
+});
+
+describe('base64OfText', () => {
+  it("is base64 of the text's UTF-8 bytes, for ASCII and for characters of every UTF-8 length", () => {
+    const texts = ['', '[{"op":"add","path":"/a","value":"b"}]', 'x'.repeat(10_000), 'é', 'naïve → 😀', `${'a'.repeat(5000)}ü`, '\u0080\u00ff', '\u{10ffff}'];
+    for (const text of texts) {
+      const got = base64OfText(text);
+      expect(got).toBe(Buffer.from(text, 'utf8').toString('base64'));
+      expect(Buffer.from(got, 'base64').toString('utf8')).toBe(text);
+    }
   });
 });
