@@ -38,7 +38,7 @@ export function createLogger(options: { level: LevelWithSilent; format?: LogForm
       transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,component' } },
     });
   }
-  return pino(settings, new GatheredLines(pino.destination({ dest: 1, sync: false, maxLength: MAX_PENDING_LOG_BYTES })));
+  return pino(settings, new GatheredLines(pino.destination({ dest: 1, sync: false, maxLength: MAX_PENDING_LOG_BYTES, contentMode: 'buffer' })));
 }
 
 /**
@@ -48,12 +48,19 @@ export function createLogger(options: { level: LevelWithSilent; format?: LogForm
  */
 const LOG_GATHER_MS = 20;
 
+/** Bytes gathered before they are handed over sooner: a burst of lines is written in pieces of this size. */
+const GATHER_BYTES = 64 * 1024;
+
 /**
- * Lines gathered for LOG_GATHER_MS, then handed to the destination as one write. The destination writes in the
- * background and synchronously at exit; lines still held here at exit are handed to it first.
+ * Lines gathered for LOG_GATHER_MS, then handed to the destination as one write. Each line is copied into a buffer
+ * outside the JavaScript heap as it comes: kept as strings for 20 ms, the lines outlived two young-generation
+ * collections and were moved to the old generation, which made the collections of an injecting webhook a third more
+ * costly. The destination writes in the background and synchronously at exit; lines still held here at exit are
+ * handed to it first.
  */
 class GatheredLines {
-  private pending: string[] = [];
+  private pending = Buffer.allocUnsafe(GATHER_BYTES);
+  private used = 0;
   private scheduled = false;
 
   constructor(private readonly destination: ReturnType<typeof pino.destination>) {
@@ -68,10 +75,22 @@ class GatheredLines {
   }
 
   write(line: string): boolean {
-    this.pending.push(line);
+    // A character takes at most three bytes in UTF-8 (a pair of surrogates, two characters, takes four).
+    const most = line.length * 3;
+    if (this.used + most > this.pending.length) {
+      this.hand();
+      if (most > this.pending.length) {
+        this.destination.write(Buffer.from(line) as unknown as string);
+        return true;
+      }
+    }
+    this.used += this.pending.write(line, this.used);
     if (!this.scheduled) {
       this.scheduled = true;
-      setTimeout(() => this.hand(), LOG_GATHER_MS).unref();
+      setTimeout(() => {
+        this.scheduled = false;
+        this.hand();
+      }, LOG_GATHER_MS).unref();
     }
     return true;
   }
@@ -81,11 +100,12 @@ class GatheredLines {
     this.destination.flush(callback);
   }
 
+  /** Hands what is gathered to the destination, which keeps the buffer until it is written: the next lines get a new one. */
   private hand(): void {
-    this.scheduled = false;
-    if (this.pending.length === 0) return;
-    const text = this.pending.length === 1 ? (this.pending[0] as string) : this.pending.join('');
-    this.pending = [];
-    this.destination.write(text);
+    if (this.used === 0) return;
+    const gathered = this.pending.subarray(0, this.used);
+    this.pending = Buffer.allocUnsafe(GATHER_BYTES);
+    this.used = 0;
+    this.destination.write(gathered as unknown as string);
   }
 }
