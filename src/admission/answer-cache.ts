@@ -37,27 +37,33 @@ const DEFAULT_MAX_ENTRIES = 64;
 const MAX_KEY_LENGTH = 256 * 1024;
 
 /**
- * The cache key, or undefined when the object is not worth caching. The object is serialised with its metadata's
- * name, generateName and uid set aside (the engine reads them only for the name it reports, never for the patch).
- * They are set to undefined for the serialisation and put back after it rather than copied around: JSON.stringify
- * leaves undefined out, and copying the metadata and the object cost as much as serialising them.
+ * Metadata that differs between the pods of one rollout and that the engine reads only for the name it reports, or not
+ * at all: the identity, and managedFields, whose entries carry the second they were written (kube-apiserver fills them
+ * in before mutating webhooks see the pod), so that pods created a second apart would otherwise never share an answer.
+ */
+const PER_POD_METADATA = ['name', 'generateName', 'uid', 'managedFields'] as const;
+
+/**
+ * The cache key, or undefined when the object is not worth caching. The object is serialised with PER_POD_METADATA
+ * set aside. Those fields are set to undefined for the serialisation and put back after it rather than copied around:
+ * JSON.stringify leaves undefined out, and copying the metadata and the object cost as much as serialising them.
  */
 export function answerKey(kind: string, namespace: string, object: Record<string, unknown>, namespaceAnnotations: Record<string, string>, owner: Owner | undefined): string | undefined {
   const metadata = object['metadata'];
   let serialized: string;
   if (typeof metadata === 'object' && metadata !== null && !Array.isArray(metadata)) {
-    const identity = metadata as Record<string, unknown>;
-    const { name, generateName, uid } = identity;
-    const had = { name: 'name' in identity, generateName: 'generateName' in identity, uid: 'uid' in identity };
-    if (had.name) identity['name'] = undefined;
-    if (had.generateName) identity['generateName'] = undefined;
-    if (had.uid) identity['uid'] = undefined;
+    const fields = metadata as Record<string, unknown>;
+    const setAside: Array<[string, unknown]> = [];
+    for (const field of PER_POD_METADATA) {
+      if (field in fields) {
+        setAside.push([field, fields[field]]);
+        fields[field] = undefined;
+      }
+    }
     try {
       serialized = JSON.stringify(object);
     } finally {
-      if (had.name) identity['name'] = name;
-      if (had.generateName) identity['generateName'] = generateName;
-      if (had.uid) identity['uid'] = uid;
+      for (const [field, value] of setAside) fields[field] = value;
     }
   } else {
     serialized = JSON.stringify(object);

@@ -16,12 +16,17 @@ import { pod, testConfig } from '../support/engine.js';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const sample = JSON.parse(readFileSync(join(root, 'examples', 'admission-review.json'), 'utf8')) as { request: { object: Record<string, unknown> } };
 
-function withIdentity(object: Record<string, unknown>, name: string, uid: string, generateName?: string): Record<string, unknown> {
+/**
+ * The object as one pod of a rollout: its name, uid, generateName, and the managedFields kube-apiserver writes before
+ * admission, stamped with the second of the request.
+ */
+function withIdentity(object: Record<string, unknown>, name: string, uid: string, generateName?: string, time = '2026-11-23T10:00:00Z'): Record<string, unknown> {
   const copy = structuredClone(object);
   const metadata = (copy['metadata'] ?? {}) as Record<string, unknown>;
   metadata['name'] = name;
   metadata['uid'] = uid;
   if (generateName !== undefined) metadata['generateName'] = generateName;
+  metadata['managedFields'] = [{ manager: 'kube-controller-manager', operation: 'Update', apiVersion: 'v1', time, fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:generateName': {} } } }];
   copy['metadata'] = metadata;
   return copy;
 }
@@ -43,10 +48,10 @@ const VARIED: Array<Record<string, unknown>> = [
 ];
 
 describe('identity never reaches the patch', () => {
-  it.each(VARIED.map((p, i) => [i, p] as const))('pod %i: another name, generateName and uid give the same patch and warnings', (_i, object) => {
+  it.each(VARIED.map((p, i) => [i, p] as const))('pod %i: another name, generateName, uid and managedFields give the same patch and warnings', (_i, object) => {
     for (const config of [testConfig(), testConfig((v) => (v.cniEnabled = true)), testConfig((v) => (v.proxy.nativeSidecar = true))]) {
       const a = inject({ object: withIdentity(object, 'web-1', 'uid-1'), kind: 'Pod', namespace: 'shop', origin: 'webhook', config, owner: { kind: 'deployment', name: 'web' } });
-      const b = inject({ object: withIdentity(object, '', 'uid-2', 'web-7d4b-'), kind: 'Pod', namespace: 'shop', origin: 'webhook', config, owner: { kind: 'deployment', name: 'web' } });
+      const b = inject({ object: withIdentity(object, '', 'uid-2', 'web-7d4b-', '2026-11-23T10:00:07Z'), kind: 'Pod', namespace: 'shop', origin: 'webhook', config, owner: { kind: 'deployment', name: 'web' } });
       expect(JSON.stringify(b.patch)).toBe(JSON.stringify(a.patch));
       expect(b.warnings).toEqual(a.warnings);
       expect(b.risks).toEqual(a.risks);
@@ -60,8 +65,16 @@ describe('answerKey', () => {
   const base = sample.request.object;
   const key = (o: Record<string, unknown>, ns = 'emojivoto', nsAnn: Record<string, string> = {}, owner = { kind: 'deployment', name: 'web' }) => answerKey('Pod', ns, o, nsAnn, owner);
 
-  it('is the same for objects that differ only in name, generateName or uid', () => {
-    expect(key(withIdentity(base, 'a', '1'))).toBe(key(withIdentity(base, '', '2', 'web-')));
+  it('is the same for objects that differ only in name, generateName, uid or the time in managedFields', () => {
+    expect(key(withIdentity(base, 'a', '1'))).toBe(key(withIdentity(base, '', '2', 'web-', '2026-11-23T10:00:07Z')));
+  });
+
+  it('leaves the object as it was, set-aside fields included', () => {
+    const object = withIdentity(base, 'a', '1', 'web-');
+    const before = JSON.stringify(object);
+    key(object);
+    expect(JSON.stringify(object)).toBe(before);
+    expect(Object.keys(object['metadata'] as object)).toEqual(Object.keys(JSON.parse(before).metadata));
   });
 
   it('differs with anything else: a label, an annotation, the spec, the namespace, its annotations, the owner', () => {
@@ -128,7 +141,8 @@ describe('handleAdmission with the cache', () => {
       // Every 20 pods the configuration changes, as a linkerd-config reload swaps in a new object.
       if (i === 20) config = testConfig((v) => (v.cniEnabled = true));
       if (i === 40) config = testConfig((v) => (v.proxy.logLevel = 'debug'));
-      const object = withIdentity(pod(), `web-${i}`, `uid-${i}`);
+      // Created over a minute, as a large rollout is: managedFields carry a different second for each pod.
+      const object = withIdentity(pod(), `web-${i}`, `uid-${i}`, undefined, `2026-11-23T10:00:${String(i).padStart(2, '0')}Z`);
       (object['metadata'] as Record<string, unknown>)['ownerReferences'] = [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-7d4b', uid: 'rs-1', controller: true }];
       const { request } = parseReview(admissionReview(object, { uid: `uid-${i}`, namespace: 'shop' })) as ReturnType<typeof parseReview>;
       const got = await handleAdmission(request, cached);
