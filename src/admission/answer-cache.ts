@@ -53,17 +53,27 @@ export function answerKey(kind: string, namespace: string, object: Record<string
   let serialized: string;
   if (typeof metadata === 'object' && metadata !== null && !Array.isArray(metadata)) {
     const fields = metadata as Record<string, unknown>;
-    const setAside: Array<[string, unknown]> = [];
-    for (const field of PER_POD_METADATA) {
+    // Which fields were there (a bit each, in PER_POD_METADATA's order) and their values, in locals rather than a
+    // list: this runs for every pod of a rollout. A field that was absent stays absent.
+    const name = fields['name'];
+    const generateName = fields['generateName'];
+    const uid = fields['uid'];
+    const managedFields = fields['managedFields'];
+    let present = 0;
+    for (let i = 0; i < PER_POD_METADATA.length; i++) {
+      const field = PER_POD_METADATA[i] as string;
       if (field in fields) {
-        setAside.push([field, fields[field]]);
+        present |= 1 << i;
         fields[field] = undefined;
       }
     }
     try {
       serialized = JSON.stringify(object);
     } finally {
-      for (const [field, value] of setAside) fields[field] = value;
+      if (present & 1) fields['name'] = name;
+      if (present & 2) fields['generateName'] = generateName;
+      if (present & 4) fields['uid'] = uid;
+      if (present & 8) fields['managedFields'] = managedFields;
     }
   } else {
     serialized = JSON.stringify(object);

@@ -146,21 +146,22 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     // Any other answer is written in pieces, its patch apart, so that no piece is copied into a larger string. node:http
     // corks the socket at the first write until the next tick, so the pieces still leave in one TLS write.
     const tail = handled.kind === 'evaluated' ? handled.responseTail : undefined;
-    const pieces = tail ? [reviewHeadOf(apiVersion, admission.uid)] : reviewPieces(apiVersion, handled.response);
     metrics.record(handled, admission.namespace ?? '', (performance.now() - started) / 1e3);
     logAdmission(logger, debug, admission, handled);
     options.onAdmitted?.(handled, admission);
-    let length = tail?.length ?? 0;
+    if (tail) {
+      const head = reviewHeadOf(apiVersion, admission.uid);
+      response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(head) + tail.length });
+      response.write(head);
+      return void response.end(tail);
+    }
+    const pieces = reviewPieces(apiVersion, handled.response);
+    let length = 0;
     for (const piece of pieces) length += Buffer.byteLength(piece);
     response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': length });
     const last = pieces.length - 1;
     for (let i = 0; i < last; i++) response.write(pieces[i]);
-    if (tail) {
-      response.write(pieces[last]);
-      response.end(tail);
-    } else {
-      response.end(pieces[last]);
-    }
+    response.end(pieces[last]);
   };
 
   const handle: RequestHandler = (request, response) => {
