@@ -1,9 +1,9 @@
 /**
  * Answers already computed, for the pods of one rollout. kube-apiserver sends a review for every pod a ReplicaSet
- * creates, and those pods are the same object but for their identity (uid, and the name it generates after admission),
- * so one engine run, one patch serialisation and one base64 encoding can answer them all. The key is everything the
- * answer depends on: the object without its identity, the kind and namespace, the namespace's annotations and the
- * owner; entries live per configuration object, so a configuration change (a new object) never meets an answer
+ * creates, and those pods are the same object but for their identity (uid, and the name it generates after admission)
+ * and the time in their managedFields, so one engine run, one patch serialisation and one base64 encoding can answer
+ * them all. The key is everything the answer depends on: the object without those (PER_POD_METADATA), the kind and
+ * namespace, the namespace's annotations and the owner; entries live per configuration object, so a configuration change (a new object) never meets an answer
  * computed for the old one. Bounded: the least recently used entry goes first.
  */
 import type { InjectionResult, InjectorConfig, Owner } from '../engine/index.js';
