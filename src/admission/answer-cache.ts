@@ -3,8 +3,9 @@
  * creates, and those pods are the same object but for their identity (uid, and the name it generates after admission)
  * and the time in their managedFields, so one engine run, one patch serialisation and one base64 encoding can answer
  * them all. The key is everything the answer depends on: the object without those (PER_POD_METADATA), the kind and
- * namespace, the namespace's annotations and the owner; entries live per configuration object, so a configuration change (a new object) never meets an answer
- * computed for the old one. Bounded: the least recently used entry goes first.
+ * namespace, the namespace's annotations and the owner; entries live per configuration object, so a configuration
+ * change (a new object) never meets an answer computed for the old one. Bounded: the least recently used entry goes
+ * first.
  */
 import type { InjectionResult, InjectorConfig, Owner } from '../engine/index.js';
 
@@ -53,27 +54,16 @@ export function answerKey(kind: string, namespace: string, object: Record<string
   let serialized: string;
   if (typeof metadata === 'object' && metadata !== null && !Array.isArray(metadata)) {
     const fields = metadata as Record<string, unknown>;
-    // Which fields were there (a bit each, in PER_POD_METADATA's order) and their values, in locals rather than a
-    // list: this runs for every pod of a rollout. A field that was absent stays absent.
-    const name = fields['name'];
-    const generateName = fields['generateName'];
-    const uid = fields['uid'];
-    const managedFields = fields['managedFields'];
-    let present = 0;
-    for (let i = 0; i < PER_POD_METADATA.length; i++) {
-      const field = PER_POD_METADATA[i] as string;
-      if (field in fields) {
-        present |= 1 << i;
-        fields[field] = undefined;
-      }
-    }
+    // Only the fields the metadata has are set aside: a field that was absent stays absent.
+    const present = PER_POD_METADATA.filter((field) => field in fields);
+    const values = present.map((field) => fields[field]);
+    for (const field of present) fields[field] = undefined;
     try {
       serialized = JSON.stringify(object);
     } finally {
-      if (present & 1) fields['name'] = name;
-      if (present & 2) fields['generateName'] = generateName;
-      if (present & 4) fields['uid'] = uid;
-      if (present & 8) fields['managedFields'] = managedFields;
+      present.forEach((field, i) => {
+        fields[field] = values[i];
+      });
     }
   } else {
     serialized = JSON.stringify(object);
