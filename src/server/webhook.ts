@@ -142,20 +142,14 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     }
     const started = performance.now();
     const handled = await handleAdmission(admission, sources);
-    // A cached answer's tail is already bytes: it is written after its head without being copied into a new buffer.
-    // Any other answer is written in pieces, its patch apart, so that no piece is copied into a larger string. node:http
-    // corks the socket at the first write until the next tick, so the pieces still leave in one TLS write.
+    // The answer is written in pieces so that none is copied into a larger one: a cached answer as its head and the
+    // tail bytes it shares with the cache, any other with its patch apart. node:http corks the socket at the first
+    // write until the next tick, so the pieces still leave in one TLS write.
     const tail = handled.kind === 'evaluated' ? handled.responseTail : undefined;
+    const pieces: Array<string | Buffer> = tail ? [reviewHeadOf(apiVersion, admission.uid), tail] : reviewPieces(apiVersion, handled.response);
     metrics.record(handled, admission.namespace ?? '', (performance.now() - started) / 1e3);
     logAdmission(logger, debug, admission, handled);
     options.onAdmitted?.(handled, admission);
-    if (tail) {
-      const head = reviewHeadOf(apiVersion, admission.uid);
-      response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(head) + tail.length });
-      response.write(head);
-      return void response.end(tail);
-    }
-    const pieces = reviewPieces(apiVersion, handled.response);
     let length = 0;
     for (const piece of pieces) length += Buffer.byteLength(piece);
     response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': length });
