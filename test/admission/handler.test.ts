@@ -120,19 +120,23 @@ describe('handleAdmission', () => {
     return p;
   };
 
-  it('the pods of one rollout share one answer, each reported under its own name', async () => {
+  /** Two pods, `<prefix>-1` and `<prefix>-2`, admitted in turn with one cache. */
+  const twoThroughOneCache = async (prefix: string, controlled: boolean) => {
     const answers = new AnswerCache();
-    const first = await handleAdmission(request(withName('web-1', true)), sources({ answers }));
-    const second = await handleAdmission(request(withName('web-2', true)), sources({ answers }));
+    const first = await handleAdmission(request(withName(`${prefix}-1`, controlled)), sources({ answers }));
+    const second = await handleAdmission(request(withName(`${prefix}-2`, controlled)), sources({ answers }));
+    return { answers, first, second };
+  };
+
+  it('the pods of one rollout share one answer, each reported under its own name', async () => {
+    const { answers, first, second } = await twoThroughOneCache('web', true);
     expect(answers.stats).toEqual({ hits: 1, misses: 1 });
     expect(second.response.patch).toBe(first.response.patch);
     expect(second.kind === 'evaluated' && second.result.name).toBe('web-2');
   });
 
   it('pods that no controller made are answered without the cache: they never come twice', async () => {
-    const answers = new AnswerCache();
-    const first = await handleAdmission(request(withName('job-1', false)), sources({ answers }));
-    const second = await handleAdmission(request(withName('job-2', false)), sources({ answers }));
+    const { answers, first, second } = await twoThroughOneCache('job', false);
     expect(answers.stats).toEqual({ hits: 0, misses: 0 });
     expect(second.response.patch).toBe(first.response.patch);
   });
