@@ -6,18 +6,21 @@
  * serve` (dist/, --no-cluster, info logging to a pipe that is drained) are started, all pinned to CPU 0 with the
  * Dockerfile's NODE_OPTIONS, warmed up, and loaded in turn from CPU 1 by autocannon with the same keep-alive
  * connections, in rounds of about two seconds (BENCH_SECONDS per server in all) whose order rotates: a machine whose
- * load changes during the run then weighs on all alike. Figures are the median over rounds; each ratio is the median
- * of the rounds' ratios, against the fastify floor (`ratio`) and against the bare one (`ratioToBare`). Every response
- * is checked against the answer the engine gives in this process for that request (allowed, patch, warnings): a run
- * with a single wrong or failed response is not reported. CPU per admission is read from /proc (utime + stime of the
- * server process).
+ * load changes during the run then weighs on all alike. Each server runs as BENCH_PROCESSES processes (3), one per
+ * round in turn: processes of the same build, loaded alternately, differed by as much as 12% in CPU per admission, as
+ * much as the differences being measured. Figures are the median over rounds (RSS and ready time: over processes);
+ * each ratio is the median of the rounds' ratios, against the fastify floor (`ratio`) and against the bare one
+ * (`ratioToBare`). Every response is checked against the answer the engine gives in this process for that request
+ * (allowed, patch, warnings): a run with a single wrong or failed response is not reported. CPU per admission is read
+ * from /proc (utime + stime of the server process).
  *
  * Then, in this process, the time per admission (engine, patch JSON and base64, response JSON) for pods of 1, 10 and
  * 40 containers with 1, 100 and 1,000 annotations, to show how cost grows with the pod.
  *
  * Environment: BENCH_SECONDS (10), BENCH_CONNECTIONS (16), BENCH_MIXES (rollout,distinct,skip,large),
- * BENCH_REQUESTS (distinct requests per mix, 500), BENCH_CHECK=1 (CI: one second per server, correctness only, no
- * figures printed as results), BENCH_JSON (write the figures there, e.g. bench/results/server.json).
+ * BENCH_REQUESTS (distinct requests per mix, 500), BENCH_PROCESSES (3), BENCH_CHECK=1 (CI: one second per server and
+ * one process each, correctness only, no figures printed as results), BENCH_JSON (write the figures there, e.g.
+ * bench/results/server.json).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,6 +37,7 @@ const seconds = check ? 1 : Number(process.env['BENCH_SECONDS'] ?? '10');
 const connections = Number(process.env['BENCH_CONNECTIONS'] ?? '16');
 const requestsPerMix = Number(process.env['BENCH_REQUESTS'] ?? (check ? '100' : '500'));
 const mixes = (process.env['BENCH_MIXES'] ?? 'rollout,distinct,skip,large').split(',');
+const processes = check ? 1 : Math.max(1, Number(process.env['BENCH_PROCESSES'] ?? '3'));
 const canPin = process.platform === 'linux' && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 // The image's memory flags, so that the figures are the image's.
 const nodeOptions = imageNodeOptions(root);
@@ -169,7 +173,7 @@ async function round(name, server, url, bodies, expected, duration) {
   };
 }
 
-function summary(rounds, server) {
+function summary(rounds, instances) {
   return {
     requestsPerSecond: Math.round(median(rounds.map((r) => r.requestsPerSecond))),
     requests: rounds.reduce((n, r) => n + r.requests, 0),
@@ -178,19 +182,27 @@ function summary(rounds, server) {
     p99Ms: median(rounds.map((r) => r.p99Ms)),
     maxMs: Math.max(...rounds.map((r) => r.maxMs)),
     cpuMicrosPerAdmission: Math.round(median(rounds.map((r) => r.cpuMicrosPerAdmission))),
-    rssMiB: Math.round(rssMiB(server.child.pid)),
-    readyMs: Math.round(server.readyMs),
+    rssMiB: Math.round(median(instances.map((i) => rssMiB(i.child.pid)))),
+    readyMs: Math.round(median(instances.map((i) => i.readyMs))),
+    processes: instances.length,
   };
 }
 
-/** The servers, warmed up, then loaded in rounds; each round starts with the next server in turn. */
+/**
+ * The servers (each as its processes), warmed up, then loaded in rounds; each round loads every server once, through
+ * its next process, starting with the next server in turn.
+ */
 async function compare(mix, servers, bodies, expected) {
-  for (const s of servers) await load(s.url, bodies, expected, check ? 0.5 : 2); // warm-up, not counted
-  const count = check ? 1 : Math.max(1, Math.round(seconds / ROUND_SECONDS));
+  for (const s of servers) for (const i of s.instances) await load(i.url, bodies, expected, check ? 0.5 : 2); // warm-up, not counted
+  // A whole number of rounds per process, so that every process weighs alike.
+  const count = processes * Math.max(1, Math.round(seconds / ROUND_SECONDS / processes));
   const rounds = Object.fromEntries(servers.map((s) => [s.who, []]));
   for (let i = 0; i < count; i++) {
     const order = [...servers.slice(i % servers.length), ...servers.slice(0, i % servers.length)];
-    for (const s of order) rounds[s.who].push(await round(`${mix} ${s.who}`, s, s.url, bodies, expected, seconds / count));
+    for (const s of order) {
+      const instance = s.instances[i % s.instances.length];
+      rounds[s.who].push(await round(`${mix} ${s.who}`, instance, instance.url, bodies, expected, seconds / count));
+    }
   }
   /** The injector against one floor: the median of the rounds' ratios. */
   const against = (floor) => {
@@ -204,7 +216,7 @@ async function compare(mix, servers, bodies, expected) {
     };
   };
   return {
-    ...Object.fromEntries(servers.map((s) => [s.who, summary(rounds[s.who], s)])),
+    ...Object.fromEntries(servers.map((s) => [s.who, summary(rounds[s.who], s.instances)])),
     rounds: count,
     ratio: against('floor'),
     ratioToBare: against('bare'),
@@ -218,7 +230,7 @@ async function compare(mix, servers, bodies, expected) {
   await stop(s.child);
 }
 
-const figures = { node: process.version, seconds, connections, requestsPerMix, pinned: canPin, mixes: {} };
+const figures = { node: process.version, seconds, processes, connections, requestsPerMix, pinned: canPin, mixes: {} };
 for (const mix of mixes) {
   const bodies = MIXES[mix](requestsPerMix);
   const expected = new Map();
@@ -230,21 +242,26 @@ for (const mix of mixes) {
   const answersPath = join(dir, `${mix}-answers.json`);
   writeFileSync(answersPath, JSON.stringify(Object.fromEntries([...expected].map(([uid, a]) => [uid, JSON.stringify(a)]))));
 
-  const floorPort = await freePort();
-  const floor = await start([join(root, 'bench', 'floor-server.mjs'), 'fastify', tlsDir, answersPath, String(floorPort)], 'listening');
-  const barePort = await freePort();
-  const bare = await start([join(root, 'bench', 'floor-server.mjs'), 'node', tlsDir, answersPath, String(barePort)], 'listening');
-  const port = await freePort();
-  const injector = await start(
-    [join(root, 'dist', 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'],
-    'proxy-injector listening',
-  );
-  const compared = await compare(mix, [
-    { ...floor, who: 'floor', url: `https://127.0.0.1:${floorPort}/` },
-    { ...bare, who: 'bare', url: `https://127.0.0.1:${barePort}/` },
-    { ...injector, who: 'injector', url: `https://127.0.0.1:${port}/` },
-  ], bodies, expected);
-  for (const s of [floor, bare, injector]) await stop(s.child);
+  /** `processes` processes of one server, started one after the other. */
+  const startAll = async (who, argsFor, ready) => {
+    const instances = [];
+    for (let i = 0; i < processes; i++) {
+      const port = await freePort();
+      instances.push({ ...(await start(argsFor(port), ready)), url: `https://127.0.0.1:${port}/` });
+    }
+    return { who, instances };
+  };
+  const servers = [
+    await startAll('floor', (port) => [join(root, 'bench', 'floor-server.mjs'), 'fastify', tlsDir, answersPath, String(port)], 'listening'),
+    await startAll('bare', (port) => [join(root, 'bench', 'floor-server.mjs'), 'node', tlsDir, answersPath, String(port)], 'listening'),
+    await startAll(
+      'injector',
+      (port) => [join(root, 'dist', 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'],
+      'proxy-injector listening',
+    ),
+  ];
+  const compared = await compare(mix, servers, bodies, expected);
+  for (const s of servers) for (const i of s.instances) await stop(i.child);
   figures.mixes[mix] = compared;
   const answeredBy = (f) => `${f.requests} requests, ${f.failures} failed`;
   console.error(`bench: ${mix}: floor ${answeredBy(compared.floor)}; bare ${answeredBy(compared.bare)}; injector ${answeredBy(compared.injector)}`);
@@ -296,7 +313,7 @@ for (const [cell, { containers, annotations }] of sized.entries()) {
 }
 figures.series = series;
 
-console.log(`webhook vs floors: node ${process.version}, NODE_OPTIONS="${nodeOptions}", ${seconds}s per server in rotating rounds, ${connections} keep-alive connections, ${requestsPerMix} distinct requests per mix, servers pinned to one core: ${canPin ? 'yes' : 'no'}`);
+console.log(`webhook vs floors: node ${process.version}, NODE_OPTIONS="${nodeOptions}", ${seconds}s per server in rotating rounds over ${processes} processes each, ${connections} keep-alive connections, ${requestsPerMix} distinct requests per mix, servers pinned to one core: ${canPin ? 'yes' : 'no'}`);
 console.log('| mix | server | req/s | p50 ms | p99 ms | max ms | CPU µs/admission | RSS MiB | ready ms | injector/floor req/s | floor/injector CPU | injector/bare req/s | bare/injector CPU |');
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const [mix, m] of Object.entries(figures.mixes)) {
