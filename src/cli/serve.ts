@@ -6,6 +6,9 @@ import { createLogger, InjectorMetrics, LOG_LEVELS, parseListenAddress, startSer
 import { parseCommandArgs } from './command-io.js';
 import { UsageError } from './inject-flags.js';
 
+/** How long a stopped server waits for its last log lines to be written before it exits regardless. */
+const LOG_DRAIN_MS = 50;
+
 export const SERVE_HELP = `Usage: proxy-injector serve [options]
 
 Runs the Linkerd-compatible proxy injector as an HTTPS admission webhook (POST AdmissionReviews to /)
@@ -227,8 +230,10 @@ export async function runServe(argv: string[]): Promise<number> {
     process.on('SIGINT', onSignal);
   }).then((code) => {
     logger.flush();
-    // Exit explicitly: a stuck keep-alive socket or a pretty-printing worker must not hold the process open.
-    setImmediate(() => process.exit(code));
+    // The log's last lines may still be on their way out. The process ends by itself once nothing else is under way
+    // (the log then writes what is left as it exits), and explicitly after LOG_DRAIN_MS: a stuck keep-alive socket or a
+    // pretty-printing worker must not hold it open.
+    setTimeout(() => process.exit(code), LOG_DRAIN_MS).unref();
     return code;
   });
 }

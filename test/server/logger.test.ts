@@ -2,16 +2,31 @@
  * The JSON log as a process writes it: lines gathered into buffers and written in the background must all come out,
  * whole, in order, and at exit too, whatever their size and characters.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+
+const programOf = (script: string): string =>
+  `import { createLogger } from './src/server/logger.ts';\nconst log = createLogger({ level: 'info', format: 'json' });\n${script}`;
 
 /** Runs a script that logs through createLogger and then exits; returns its standard output. */
 function logOf(script: string): string {
-  const program = `import { createLogger } from './src/server/logger.ts';\nconst log = createLogger({ level: 'info', format: 'json' });\n${script}`;
-  const result = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', program], { encoding: 'utf8', timeout: 60_000, maxBuffer: 1 << 26 });
+  const result = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', programOf(script)], { encoding: 'utf8', timeout: 60_000, maxBuffer: 1 << 26 });
   expect(result.stderr).toBe('');
   expect(result.status).toBe(0);
   return result.stdout;
+}
+
+/** The same as logOf, in a process of its own that runs alongside the others asked for. */
+function logOfAsync(script: string): Promise<{ stdout: string; stderr: string; status: number | null }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', programOf(script)]);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ stdout, stderr, status }));
+  });
 }
 
 const messages = (out: string): string[] =>
@@ -39,6 +54,18 @@ describe('the JSON log', () => {
   it('writes the lines still gathered when the process exits at once', () => {
     const out = logOf(`log.info('before exit'); log.warn('just before'); process.exit(0);`);
     expect(messages(out)).toEqual(['before exit', 'just before']);
+  });
+
+  it('writes the lines gathered at exit: in eight processes, none loses its last lines', async () => {
+    // The large line goes to the destination at once and is written in the background; the two short ones are still
+    // gathered when the script ends. Handing those to the destination at exit started a write the exiting process did
+    // not wait for: under Node 24 about half of such processes lost them.
+    const runs = await Promise.all(Array.from({ length: 8 }, () => logOfAsync(`log.info('big ' + 'x'.repeat(200000)); log.info('a'); log.info('b');`)));
+    for (const run of runs) {
+      expect(run.stderr).toBe('');
+      expect(run.status).toBe(0);
+      expect(messages(run.stdout)).toEqual([`big ${'x'.repeat(200000)}`, 'a', 'b']);
+    }
   });
 
   it('writes lines logged across many gathering periods', async () => {
