@@ -7,8 +7,8 @@
  * Dockerfile's NODE_OPTIONS, warmed up, and loaded in turn from CPU 1 by autocannon with the same keep-alive
  * connections, in rounds of about two seconds (BENCH_SECONDS per server in all) whose order rotates: a machine whose
  * load changes during the run then weighs on all alike. Each server runs as BENCH_PROCESSES processes (3), one per
- * round in turn: processes of the same build, loaded alternately, differed by as much as 13% in CPU per admission, as
- * much as the differences being measured. Figures are the median over rounds (RSS and ready time: over processes);
+ * round in turn: processes of the same build, loaded alternately, differed by as much as a fifth in CPU per admission,
+ * as much as the differences being measured. Figures are the median over rounds (RSS and ready time: over processes);
  * each ratio is the median of the rounds' ratios, against the fastify floor (`ratio`) and against the bare one
  * (`ratioToBare`). Every response is checked against the answer the engine gives in this process for that request
  * (allowed, patch, warnings): a run with a single wrong or failed response is not reported. CPU per admission is read
