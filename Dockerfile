@@ -19,6 +19,12 @@ COPY --from=build /app/dist ./dist
 COPY examples ./examples
 # The base image's "node" user, by number, so that runAsNonRoot can be verified without a runAsUser.
 USER 1000:1000
+# V8's code for every module, compiled here once and read at each start instead of compiled again: under Node 24,
+# `serve --no-cluster` listens 238 ms after spawn instead of 274 (median of 7). Node keeps the cache per user and
+# checks it against the files and the flags, so it is made by the user and with the NODE_OPTIONS that run the server,
+# in that user's home; a read-only root filesystem reads it and writes nothing.
+ENV NODE_COMPILE_CACHE=/home/node/.cache/node-compile-cache
+RUN node --input-type=module -e "import { readdirSync } from 'node:fs'; for (const f of readdirSync('dist', { recursive: true })) if (f.endsWith('.js') && f !== 'cli/main.js') await import('./dist/' + f); await import('prom-client');" && node dist/cli/main.js --version
 EXPOSE 8443 9995
 # Node runs as PID 1 directly (not through npm) so that it receives SIGTERM and shuts down gracefully.
 ENTRYPOINT ["node", "dist/cli/main.js"]

@@ -3,7 +3,7 @@
 // and must answer an AdmissionReview, then stop cleanly on SIGTERM. It checks the steps and the files they produce,
 // not the base image: a Node of the base image's major version stands in for it (the machine's own when it matches,
 // else the npm registry's `node` package of that major, fetched with npx).
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -75,7 +75,9 @@ for (const raw of lines) {
       break;
     case 'ENV': {
       const [key, ...value] = args.split('=');
-      env[key] = value.join('=').replace(/^"(.*)"$/, '$1');
+      const text = value.join('=').replace(/^"(.*)"$/, '$1');
+      // An absolute path names a place in the image: the replay puts it under the stage's root.
+      env[key] = text.startsWith('/') ? join(stage.root, text) : text;
       break;
     }
     case 'COPY': {
@@ -109,6 +111,18 @@ const [program, ...programArgs] = [...entrypoint, ...cmd];
 const tlsDir = join(work, 'tls');
 const finalArgs = programArgs.map((a) => (a.startsWith('/var/run/proxy-injector/tls') ? tlsDir : a));
 const binary = program === 'node' ? join(nodeBinDir, 'node') : program;
+// A compile cache made at build time must be one the image's command reads: made by another user or with other flags,
+// Node would silently compile everything again. Checked before anything else runs in the final stage, which could
+// fill the cache itself.
+let cachedModules;
+if (env.NODE_COMPILE_CACHE) {
+  const trace = spawnSync(binary, [...entrypoint.slice(1), '--version'], {
+    cwd: inStage('.'),
+    env: withNode({ HOME: work, ...env, NODE_DEBUG_NATIVE: 'COMPILE_CACHE' }),
+    encoding: 'utf8',
+  });
+  cachedModules = (trace.stderr.match(/was accepted/g) ?? []).length;
+}
 const child = spawn(binary, [...finalArgs, '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--log-format', 'json', '--trust-anchors', join(context, 'examples', 'trust-anchors.pem')], {
   cwd: inStage('.'),
   env: withNode({ HOME: work, ...env }),
@@ -147,6 +161,11 @@ if (answer.response?.patchType !== 'JSONPatch' || code !== 0) {
   console.error(`dockerfile: FAILED (patchType ${answer.response?.patchType}, exit code ${code})`);
   process.exit(1);
 }
+if (cachedModules === 0) {
+  console.error('dockerfile: FAILED: NODE_COMPILE_CACHE is set but the image\'s command read nothing from it');
+  process.exit(1);
+}
+if (cachedModules !== undefined) console.error(`dockerfile: the image's command read ${cachedModules} modules' code from the compile cache`);
 const devOnly = ['vitest', 'tsx', 'typescript', 'autocannon'];
 const leaked = devOnly.filter((name) => finalModuleNames.includes(name));
 if (leaked.length > 0) {
