@@ -23,14 +23,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { kubeRequest, startControlPlane } from '../test/e2e/support/control-plane.ts';
-import { imageNodeOptions, listeningUrls, postReview } from './serve-process.mjs';
+import { imageNodeOptions, listeningUrls, median, postReview } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SHORT = process.env['BENCH_SHORT'] === '1';
 const ADMISSIONS = Number(process.env['BENCH_ADMISSIONS'] ?? (SHORT ? '3000' : '30000'));
 const CONCURRENCY = 8;
 const STARTS = Number(process.env['BENCH_STARTS'] ?? (SHORT ? '1' : '7'));
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const NAMESPACES = 20;
 const MiB = 1024 * 1024;
 

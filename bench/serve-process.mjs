@@ -1,4 +1,7 @@
-/** What the benchmarks that run `proxy-injector serve` as a process share: the image's memory flags, its start, reviews. */
+/**
+ * What the benchmarks that run `proxy-injector serve` as a process share: the image's memory flags, its start, reviews,
+ * and the median of repeated measures.
+ */
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
@@ -10,6 +13,9 @@ export function imageNodeOptions(root) {
   if (!nodeOptions) throw new Error('no ENV NODE_OPTIONS="..." line in the Dockerfile');
   return nodeOptions;
 }
+
+/** The middle value of repeated measures (the upper of the two middle ones for an even count). */
+export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** The webhook URL and admin base URL from the "proxy-injector listening" line of a server logging JSON to stdout. */
 export function listeningUrls(server) {

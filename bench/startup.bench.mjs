@@ -9,13 +9,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { imageNodeOptions, listeningUrls } from './serve-process.mjs';
+import { imageNodeOptions, listeningUrls, median } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const runs = Number(process.env['BENCH_RUNS'] ?? '7');
 const nodeOptions = imageNodeOptions(root);
 const env = { ...process.env, NODE_OPTIONS: nodeOptions, KUBECONFIG: '' };
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** Modules by what loads them: the webhook's own path always, the others only when their feature is used. */
 const MODULES = [
