@@ -11,7 +11,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { homedir } from 'node:os';
-import { delimiter, dirname, isAbsolute, join } from 'node:path';
+import { delimiter, dirname, isAbsolute, join, sep } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { HttpApiClient, type ApiClient, type Authorize } from './client.js';
 
@@ -144,6 +144,8 @@ function mergeKubeconfigs(files: string[]): MergedConfig {
         const body = { ...((item?.[field] as Record<string, unknown> | null) ?? {}) };
         // Relative paths are relative to the file that names them, as kubectl reads them.
         for (const f of FILE_FIELDS) if (typeof body[f] === 'string' && body[f] !== '' && !isAbsolute(body[f])) body[f] = join(dir, body[f]);
+        const exec = body['exec'];
+        if (exec !== null && typeof exec === 'object' && !Array.isArray(exec)) body['exec'] = execFromDirectory(exec as Record<string, unknown>, dir);
         if (!into.has(name)) into.set(name, body as T);
       }
     };
@@ -152,6 +154,16 @@ function mergeKubeconfigs(files: string[]): MergedConfig {
     entries('contexts', 'context', merged.contexts);
   }
   return merged;
+}
+
+/**
+ * An exec plugin's command as kubectl runs it: a command with a path separator in it ("./bin/auth", "tools/auth") is
+ * relative to the kubeconfig's directory, not to wherever the injector was started; a bare name is looked up on PATH.
+ */
+function execFromDirectory(exec: Record<string, unknown>, dir: string): Record<string, unknown> {
+  const command = exec['command'];
+  if (typeof command !== 'string' || !command.includes(sep) || isAbsolute(command)) return exec;
+  return { ...exec, command: join(dir, command) };
 }
 
 /** Credentials from the kubeconfig's own fields: TLS material read once, a token file read again as it rotates. */

@@ -2,7 +2,7 @@
  * connectToCluster: which credentials it finds, and that each kind reaches a fake API server on loopback as the API
  * server expects it (a bearer token, a token file, basic auth, a CA and a TLS server name, an exec plugin).
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -140,6 +140,52 @@ describe('connectToCluster', () => {
     writeFileSync(join(dir, 'config'), kubeconfig(api.url, `exec: {apiVersion: client.authentication.k8s.io/v1, command: "${plugin}", interactiveMode: Never}`, ', insecure-skip-tls-verify: true'));
     await readNamespace(await connect(join(dir, 'config')));
     expect(api.authorizations).toEqual(['Bearer from-exec']);
+  });
+
+  it('runs an exec plugin named relative to the kubeconfig from its directory, wherever the injector was started', async () => {
+    const api = await recordingApi();
+    const dir = tempDir('pi-kc-');
+    mkdirSync(join(dir, 'bin'));
+    const credential = (token: string) => `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${token}"}}'\n`;
+    writeFileSync(join(dir, 'bin', 'auth'), credential('beside-kubeconfig'));
+    chmodSync(join(dir, 'bin', 'auth'), 0o755);
+    // The same relative path from the working directory would give another token: the test fails if it is used.
+    const elsewhere = tempDir('pi-cwd-');
+    mkdirSync(join(elsewhere, 'bin'));
+    writeFileSync(join(elsewhere, 'bin', 'auth'), credential('from-working-directory'));
+    chmodSync(join(elsewhere, 'bin', 'auth'), 0o755);
+    const exec = (command: string) => `exec: {apiVersion: client.authentication.k8s.io/v1, command: "${command}", interactiveMode: Never}`;
+    writeFileSync(join(dir, 'dotted'), kubeconfig(api.url, exec('./bin/auth'), ', insecure-skip-tls-verify: true'));
+    writeFileSync(join(dir, 'plain'), kubeconfig(api.url, exec('bin/auth'), ', insecure-skip-tls-verify: true'));
+    const cwd = process.cwd();
+    process.chdir(elsewhere);
+    try {
+      await readNamespace(await connect(join(dir, 'dotted')));
+      await readNamespace(await connect(join(dir, 'plain')));
+    } finally {
+      process.chdir(cwd);
+    }
+    expect(api.authorizations).toEqual(['Bearer beside-kubeconfig', 'Bearer beside-kubeconfig']);
+  });
+
+  it('looks a bare exec command up on PATH, not in the kubeconfig directory', async () => {
+    const api = await recordingApi();
+    const dir = tempDir('pi-kc-');
+    const onPath = tempDir('pi-path-');
+    const credential = (token: string) => `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${token}"}}'\n`;
+    writeFileSync(join(dir, 'pi-test-auth'), credential('beside-kubeconfig'));
+    chmodSync(join(dir, 'pi-test-auth'), 0o755);
+    writeFileSync(join(onPath, 'pi-test-auth'), credential('on-path'));
+    chmodSync(join(onPath, 'pi-test-auth'), 0o755);
+    writeFileSync(join(dir, 'config'), kubeconfig(api.url, 'exec: {apiVersion: client.authentication.k8s.io/v1, command: pi-test-auth, interactiveMode: Never}', ', insecure-skip-tls-verify: true'));
+    const path = process.env['PATH'];
+    process.env['PATH'] = `${onPath}${delimiter}${path ?? ''}`;
+    try {
+      await readNamespace(await connect(join(dir, 'config')));
+    } finally {
+      process.env['PATH'] = path;
+    }
+    expect(api.authorizations).toEqual(['Bearer on-path']);
   });
 });
 
