@@ -50,6 +50,10 @@ async function recordingApi(tls?: { key: Buffer; cert: Buffer }): Promise<{ url:
   return { url: `${tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}`, authorizations };
 }
 
+/** An exec plugin: a shell script that prints an ExecCredential carrying `token`. */
+const credential = (token: string) =>
+  `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${token}"}}'\n`;
+
 async function connect(path: string): Promise<ClusterConnection> {
   const c = await connectToCluster({ kubeconfig: path });
   if (!c) throw new Error('no cluster');
@@ -135,7 +139,7 @@ describe('connectToCluster', () => {
     const api = await recordingApi();
     const dir = tempDir('pi-kc-');
     const plugin = join(dir, 'plugin.sh');
-    writeFileSync(plugin, `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"from-exec"}}'\n`);
+    writeFileSync(plugin, credential('from-exec'));
     chmodSync(plugin, 0o755);
     writeFileSync(join(dir, 'config'), kubeconfig(api.url, `exec: {apiVersion: client.authentication.k8s.io/v1, command: "${plugin}", interactiveMode: Never}`, ', insecure-skip-tls-verify: true'));
     await readNamespace(await connect(join(dir, 'config')));
@@ -146,7 +150,6 @@ describe('connectToCluster', () => {
     const api = await recordingApi();
     const dir = tempDir('pi-kc-');
     mkdirSync(join(dir, 'bin'));
-    const credential = (token: string) => `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${token}"}}'\n`;
     writeFileSync(join(dir, 'bin', 'auth'), credential('beside-kubeconfig'));
     chmodSync(join(dir, 'bin', 'auth'), 0o755);
     // The same relative path from the working directory would give another token: the test fails if it is used.
@@ -172,7 +175,6 @@ describe('connectToCluster', () => {
     const api = await recordingApi();
     const dir = tempDir('pi-kc-');
     const onPath = tempDir('pi-path-');
-    const credential = (token: string) => `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${token}"}}'\n`;
     writeFileSync(join(dir, 'pi-test-auth'), credential('beside-kubeconfig'));
     chmodSync(join(dir, 'pi-test-auth'), 0o755);
     writeFileSync(join(onPath, 'pi-test-auth'), credential('on-path'));
