@@ -17,15 +17,20 @@
  * Then, in this process, the time per admission (engine, patch JSON and base64, response JSON) for pods of 1, 10 and
  * 40 containers with 1, 100 and 1,000 annotations, to show how cost grows with the pod.
  *
+ * BENCH_BASELINE names another build's dist/ (a copy inside this repository, so that it finds the same
+ * node_modules): it is started as a fourth server, `baseline`, loaded in the same rotation and checked against the same
+ * answers, and the injector's ratios to it are reported too. That is how a change is measured against the build before
+ * it, in one run: two runs of this benchmark an hour apart differ by more than most changes.
+ *
  * Environment: BENCH_SECONDS (10), BENCH_CONNECTIONS (16), BENCH_MIXES (rollout,distinct,skip,large),
- * BENCH_REQUESTS (distinct requests per mix, 500), BENCH_PROCESSES (3), BENCH_CHECK=1 (CI: one second per server and
- * one process each, correctness only, no figures printed as results), BENCH_JSON (write the figures there, e.g.
- * bench/results/server.json).
+ * BENCH_REQUESTS (distinct requests per mix, 500), BENCH_PROCESSES (3), BENCH_BASELINE (unset), BENCH_CHECK=1 (CI: one
+ * second per server and one process each, correctness only, no figures printed as results), BENCH_JSON (write the
+ * figures there, e.g. bench/results/server.json).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { MIXES, sizedPod } from './reviews.mjs';
@@ -38,6 +43,11 @@ const connections = Number(process.env['BENCH_CONNECTIONS'] ?? '16');
 const requestsPerMix = Number(process.env['BENCH_REQUESTS'] ?? (check ? '100' : '500'));
 const mixes = (process.env['BENCH_MIXES'] ?? 'rollout,distinct,skip,large').split(',');
 const processes = check ? 1 : Math.max(1, Number(process.env['BENCH_PROCESSES'] ?? '3'));
+const baseline = process.env['BENCH_BASELINE'] ? resolve(process.env['BENCH_BASELINE']) : undefined;
+if (baseline !== undefined && !existsSync(join(baseline, 'cli', 'main.js'))) {
+  console.error(`bench: BENCH_BASELINE=${baseline} has no cli/main.js: give the dist/ directory of another build`);
+  process.exit(2);
+}
 const canPin = process.platform === 'linux' && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 // The image's memory flags, so that the figures are the image's.
 const nodeOptions = imageNodeOptions(root);
@@ -220,6 +230,7 @@ async function compare(mix, servers, bodies, expected) {
     rounds: count,
     ratio: against('floor'),
     ratioToBare: against('bare'),
+    ...(rounds.baseline && { ratioToBaseline: against('baseline') }),
   };
 }
 
@@ -230,7 +241,7 @@ async function compare(mix, servers, bodies, expected) {
   await stop(s.child);
 }
 
-const figures = { node: process.version, seconds, processes, connections, requestsPerMix, pinned: canPin, mixes: {} };
+const figures = { node: process.version, seconds, processes, connections, requestsPerMix, pinned: canPin, ...(baseline && { baseline }), mixes: {} };
 for (const mix of mixes) {
   const bodies = MIXES[mix](requestsPerMix);
   const expected = new Map();
@@ -251,20 +262,18 @@ for (const mix of mixes) {
     }
     return { who, instances };
   };
+  const serve = (dist) => (port) => [join(dist, 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'];
   const servers = [
     await startAll('floor', (port) => [join(root, 'bench', 'floor-server.mjs'), 'fastify', tlsDir, answersPath, String(port)], 'listening'),
     await startAll('bare', (port) => [join(root, 'bench', 'floor-server.mjs'), 'node', tlsDir, answersPath, String(port)], 'listening'),
-    await startAll(
-      'injector',
-      (port) => [join(root, 'dist', 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'],
-      'proxy-injector listening',
-    ),
+    await startAll('injector', serve(join(root, 'dist')), 'proxy-injector listening'),
   ];
+  if (baseline !== undefined) servers.push(await startAll('baseline', serve(baseline), 'proxy-injector listening'));
   const compared = await compare(mix, servers, bodies, expected);
   for (const s of servers) for (const i of s.instances) await stop(i.child);
   figures.mixes[mix] = compared;
   const answeredBy = (f) => `${f.requests} requests, ${f.failures} failed`;
-  console.error(`bench: ${mix}: floor ${answeredBy(compared.floor)}; bare ${answeredBy(compared.bare)}; injector ${answeredBy(compared.injector)}`);
+  console.error(`bench: ${mix}: ${servers.map((s) => `${s.who} ${answeredBy(compared[s.who])}`).join('; ')}`);
 }
 rmSync(dir, { recursive: true, force: true });
 
@@ -273,8 +282,8 @@ if (process.exitCode) {
   process.exit(1);
 }
 if (check) {
-  const counted = Object.values(figures.mixes).reduce((n, m) => n + m.floor.requests + m.bare.requests + m.injector.requests, 0);
-  console.log(`bench check: ${counted} responses from the two floors and the injector, all allowed with the expected patch`);
+  const counted = Object.values(figures.mixes).reduce((n, m) => n + m.floor.requests + m.bare.requests + m.injector.requests + (m.baseline?.requests ?? 0), 0);
+  console.log(`bench check: ${counted} responses from the two floors and the injector${baseline ? ' and the baseline' : ''}, all allowed with the expected patch`);
   process.exit(0);
 }
 
@@ -313,15 +322,22 @@ for (const [cell, { containers, annotations }] of sized.entries()) {
 }
 figures.series = series;
 
-console.log(`webhook vs floors: node ${process.version}, NODE_OPTIONS="${nodeOptions}", ${seconds}s per server in rotating rounds over ${processes} processes each, ${connections} keep-alive connections, ${requestsPerMix} distinct requests per mix, servers pinned to one core: ${canPin ? 'yes' : 'no'}`);
+console.log(`webhook vs floors: node ${process.version}, NODE_OPTIONS="${nodeOptions}", ${seconds}s per server in rotating rounds over ${processes} processes each, ${connections} keep-alive connections, ${requestsPerMix} distinct requests per mix, servers pinned to one core: ${canPin ? 'yes' : 'no'}${baseline ? `, baseline ${baseline}` : ''}`);
 console.log('| mix | server | req/s | p50 ms | p99 ms | max ms | CPU µs/admission | RSS MiB | ready ms | injector/floor req/s | floor/injector CPU | injector/bare req/s | bare/injector CPU |');
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const [mix, m] of Object.entries(figures.mixes)) {
-  for (const who of ['floor', 'bare', 'injector']) {
+  for (const who of ['floor', 'bare', 'injector', 'baseline']) {
     const f = m[who];
+    if (f === undefined) continue;
     const ratios = who === 'injector' ? `${m.ratio.requestsPerSecond} | ${m.ratio.cpuPerAdmission} | ${m.ratioToBare.requestsPerSecond} | ${m.ratioToBare.cpuPerAdmission}` : ' | | | ';
     console.log(`| ${mix} | ${who} | ${f.requestsPerSecond} | ${f.p50Ms} | ${f.p99Ms} | ${f.maxMs} | ${f.cpuMicrosPerAdmission} | ${f.rssMiB} | ${f.readyMs} | ${ratios} |`);
   }
+}
+if (baseline) {
+  console.log('\ninjector against the baseline (medians of the rounds\' ratios; above 1, the injector is faster):');
+  console.log('| mix | injector/baseline req/s | baseline/injector CPU |');
+  console.log('|---|---|---|');
+  for (const [mix, m] of Object.entries(figures.mixes)) console.log(`| ${mix} | ${m.ratioToBaseline.requestsPerSecond} | ${m.ratioToBaseline.cpuPerAdmission} |`);
 }
 console.log('\nper admission in process (handler + response JSON, body already parsed), µs, by containers (rows) and annotations (columns):');
 console.log('| containers | 1 | 100 | 1000 |');
