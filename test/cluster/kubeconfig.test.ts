@@ -50,9 +50,11 @@ async function recordingApi(tls?: { key: Buffer; cert: Buffer }): Promise<{ url:
   return { url: `${tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}`, authorizations };
 }
 
-/** An exec plugin: a shell script that prints an ExecCredential carrying `token`. */
-const credential = (token: string) =>
-  `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${token}"}}'\n`;
+/** Writes an exec plugin at `path`: an executable shell script that prints an ExecCredential carrying `token`. */
+function writePlugin(path: string, token: string): void {
+  writeFileSync(path, `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${token}"}}'\n`);
+  chmodSync(path, 0o755);
+}
 
 async function connect(path: string): Promise<ClusterConnection> {
   const c = await connectToCluster({ kubeconfig: path });
@@ -139,8 +141,7 @@ describe('connectToCluster', () => {
     const api = await recordingApi();
     const dir = tempDir('pi-kc-');
     const plugin = join(dir, 'plugin.sh');
-    writeFileSync(plugin, credential('from-exec'));
-    chmodSync(plugin, 0o755);
+    writePlugin(plugin, 'from-exec');
     writeFileSync(join(dir, 'config'), kubeconfig(api.url, `exec: {apiVersion: client.authentication.k8s.io/v1, command: "${plugin}", interactiveMode: Never}`, ', insecure-skip-tls-verify: true'));
     await readNamespace(await connect(join(dir, 'config')));
     expect(api.authorizations).toEqual(['Bearer from-exec']);
@@ -150,13 +151,11 @@ describe('connectToCluster', () => {
     const api = await recordingApi();
     const dir = tempDir('pi-kc-');
     mkdirSync(join(dir, 'bin'));
-    writeFileSync(join(dir, 'bin', 'auth'), credential('beside-kubeconfig'));
-    chmodSync(join(dir, 'bin', 'auth'), 0o755);
+    writePlugin(join(dir, 'bin', 'auth'), 'beside-kubeconfig');
     // The same relative path from the working directory would give another token: the test fails if it is used.
     const elsewhere = tempDir('pi-cwd-');
     mkdirSync(join(elsewhere, 'bin'));
-    writeFileSync(join(elsewhere, 'bin', 'auth'), credential('from-working-directory'));
-    chmodSync(join(elsewhere, 'bin', 'auth'), 0o755);
+    writePlugin(join(elsewhere, 'bin', 'auth'), 'from-working-directory');
     const exec = (command: string) => `exec: {apiVersion: client.authentication.k8s.io/v1, command: "${command}", interactiveMode: Never}`;
     writeFileSync(join(dir, 'dotted'), kubeconfig(api.url, exec('./bin/auth'), ', insecure-skip-tls-verify: true'));
     writeFileSync(join(dir, 'plain'), kubeconfig(api.url, exec('bin/auth'), ', insecure-skip-tls-verify: true'));
@@ -175,10 +174,8 @@ describe('connectToCluster', () => {
     const api = await recordingApi();
     const dir = tempDir('pi-kc-');
     const onPath = tempDir('pi-path-');
-    writeFileSync(join(dir, 'pi-test-auth'), credential('beside-kubeconfig'));
-    chmodSync(join(dir, 'pi-test-auth'), 0o755);
-    writeFileSync(join(onPath, 'pi-test-auth'), credential('on-path'));
-    chmodSync(join(onPath, 'pi-test-auth'), 0o755);
+    writePlugin(join(dir, 'pi-test-auth'), 'beside-kubeconfig');
+    writePlugin(join(onPath, 'pi-test-auth'), 'on-path');
     writeFileSync(join(dir, 'config'), kubeconfig(api.url, 'exec: {apiVersion: client.authentication.k8s.io/v1, command: pi-test-auth, interactiveMode: Never}', ', insecure-skip-tls-verify: true'));
     const path = process.env['PATH'];
     process.env['PATH'] = `${onPath}${delimiter}${path ?? ''}`;
