@@ -214,11 +214,11 @@ async function compare(mix, servers, bodies, expected) {
       rounds[s.who].push(await round(`${mix} ${s.who}`, instance, instance.url, bodies, expected, seconds / count));
     }
   }
-  /** The injector against one floor: the median of the rounds' ratios. */
-  const against = (floor) => {
+  /** The injector against another server (a floor or the baseline): the median of the rounds' ratios. */
+  const against = (other) => {
     const ratios = rounds.injector.map((inj, i) => ({
-      requestsPerSecond: inj.requestsPerSecond / rounds[floor][i].requestsPerSecond,
-      cpuPerAdmission: rounds[floor][i].cpuMicrosPerAdmission / inj.cpuMicrosPerAdmission,
+      requestsPerSecond: inj.requestsPerSecond / rounds[other][i].requestsPerSecond,
+      cpuPerAdmission: rounds[other][i].cpuMicrosPerAdmission / inj.cpuMicrosPerAdmission,
     }));
     return {
       requestsPerSecond: Number(median(ratios.map((r) => r.requestsPerSecond)).toFixed(2)),
