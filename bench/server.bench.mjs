@@ -92,20 +92,43 @@ async function freePort() {
   return port;
 }
 
-/** Starts a server pinned to CPU 0; resolves once `ready` appears on its stdout, after which stdout is drained. */
-async function start(args, ready) {
+// The servers still running. However the run ends (a server that does not start, a wrong answer, an exception), they
+// are stopped and the scratch directory removed: left running, they would keep their ports and the memory, and hold
+// the output of whoever piped this benchmark's, which then never ends.
+const running = new Set();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+for (const [signal, number] of [['SIGINT', 2], ['SIGTERM', 15]]) process.on(signal, () => process.exit(128 + number));
+
+/**
+ * Starts a server pinned to CPU 0; resolves once `ready` appears on its stdout, after which stdout is drained. A server
+ * that exits before that ends the run, saying which.
+ */
+async function start(who, args, ready) {
   const started = performance.now();
   const child = spawn(canPin ? 'taskset' : process.execPath, canPin ? ['-c', '0', process.execPath, ...args] : args, {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, KUBECONFIG: '', HOME: dir, NODE_OPTIONS: nodeOptions },
   });
-  await new Promise((resolve, reject) => {
+  running.add(child);
+  child.on('exit', () => running.delete(child));
+  await new Promise((resolve) => {
     let seen = '';
-    child.stdout.on('data', (chunk) => {
+    const onData = (chunk) => {
       seen += chunk;
-      if (seen.includes(ready)) resolve();
-    });
-    child.on('exit', (code) => reject(new Error(`${args[0]} exited with ${code}`)));
+      if (seen.includes(ready)) {
+        child.off('exit', onEarlyExit);
+        resolve();
+      }
+    };
+    const onEarlyExit = (code, signal) => {
+      console.error(`bench: the ${who} server (${args[0]}) exited with ${signal ?? `code ${code}`} before it printed "${ready}"`);
+      process.exit(1);
+    };
+    child.stdout.on('data', onData);
+    child.on('exit', onEarlyExit);
   });
   const readyMs = performance.now() - started;
   child.stdout.removeAllListeners('data');
@@ -237,7 +260,7 @@ async function compare(mix, servers, bodies, expected) {
 // The serving certificate, made once by the injector itself, shared by both servers.
 {
   const port = await freePort();
-  const s = await start([join(root, 'dist', 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'], 'proxy-injector listening');
+  const s = await start('injector', [join(root, 'dist', 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'], 'proxy-injector listening');
   await stop(s.child);
 }
 
@@ -258,7 +281,7 @@ for (const mix of mixes) {
     const instances = [];
     for (let i = 0; i < processes; i++) {
       const port = await freePort();
-      instances.push({ ...(await start(argsFor(port), ready)), url: `https://127.0.0.1:${port}/` });
+      instances.push({ ...(await start(who, argsFor(port), ready)), url: `https://127.0.0.1:${port}/` });
     }
     return { who, instances };
   };
@@ -275,7 +298,6 @@ for (const mix of mixes) {
   const answeredBy = (f) => `${f.requests} requests, ${f.failures} failed`;
   console.error(`bench: ${mix}: ${servers.map((s) => `${s.who} ${answeredBy(compared[s.who])}`).join('; ')}`);
 }
-rmSync(dir, { recursive: true, force: true });
 
 if (process.exitCode) {
   console.error('bench: not reported: some responses were wrong or failed');
