@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { kubeRequest, startControlPlane } from '../test/e2e/support/control-plane.ts';
-import { imageNodeOptions, listeningUrls, median, postReview } from './serve-process.mjs';
+import { endsWithThisProcess, imageNodeOptions, listeningUrls, median, postReview } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SHORT = process.env['BENCH_SHORT'] === '1';
@@ -116,6 +116,7 @@ try {
         '--kubeconfig', cp.kubeconfigPath, '--linkerd-namespace', 'linkerd', '--log-format', 'json'],
       { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: nodeOptions, KUBECONFIG: '', HOME: dir } },
     );
+    endsWithThisProcess(server);
     const urls = await listeningUrls(server);
     const listeningMs = performance.now() - spawnedAt;
     server.stdout.resume();

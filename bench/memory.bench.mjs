@@ -13,7 +13,7 @@ import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { imageNodeOptions, listeningUrls, postReview } from './serve-process.mjs';
+import { endsWithThisProcess, imageNodeOptions, listeningUrls, postReview, whenThisProcessEnds } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const FIRST = 10_000;
@@ -27,12 +27,14 @@ const MiB = 1024 * 1024;
 const nodeOptions = imageNodeOptions(root);
 
 const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-memory-'));
+whenThisProcessEnds(() => rmSync(dir, { recursive: true, force: true }));
 const server = spawn(
   process.execPath,
   [join(root, 'dist', 'cli', 'main.js'), 'serve', '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--tls-dir', join(dir, 'tls'),
     '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'],
   { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: nodeOptions, KUBECONFIG: '', HOME: dir } },
 );
+endsWithThisProcess(server);
 const urls = await listeningUrls(server);
 // The log goes nowhere from now on, as it would to a collector that keeps up.
 server.stdout.resume();
@@ -134,7 +136,6 @@ const seconds = (Date.now() - started) / 1000;
 agent.destroy();
 server.kill('SIGTERM');
 await new Promise((r) => server.on('exit', r));
-rmSync(dir, { recursive: true, force: true });
 
 const rssGrowth = (last.rss - first.rss) / MiB;
 const heapGrowth = (last.heap - first.heap) / MiB;

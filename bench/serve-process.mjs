@@ -14,6 +14,33 @@ export function imageNodeOptions(root) {
   return nodeOptions;
 }
 
+const atExit = [];
+
+/**
+ * Runs `task` when this process ends, however it ends: its last line, process.exit, an uncaught exception, SIGINT or
+ * SIGTERM.
+ */
+export function whenThisProcessEnds(task) {
+  if (atExit.length === 0) {
+    process.on('exit', () => {
+      for (const t of atExit) t();
+    });
+    for (const [signal, number] of [['SIGINT', 2], ['SIGTERM', 15]]) process.on(signal, () => process.exit(128 + number));
+  }
+  atExit.push(task);
+}
+
+/**
+ * A spawned server, killed when this process ends if it still runs. Left running, it would keep its port and its
+ * memory, and hold the output of whoever piped this process's, which then never ends.
+ */
+export function endsWithThisProcess(child) {
+  whenThisProcessEnds(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return child;
+}
+
 /** The middle value of repeated measures (the upper of the two middle ones for an even count). */
 export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 

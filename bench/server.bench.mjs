@@ -34,7 +34,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { MIXES, sizedPod } from './reviews.mjs';
-import { imageNodeOptions } from './serve-process.mjs';
+import { endsWithThisProcess, imageNodeOptions, whenThisProcessEnds } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const check = process.env['BENCH_CHECK'] === '1';
@@ -92,15 +92,8 @@ async function freePort() {
   return port;
 }
 
-// The servers still running. However the run ends (a server that does not start, a wrong answer, an exception), they
-// are stopped and the scratch directory removed: left running, they would keep their ports and the memory, and hold
-// the output of whoever piped this benchmark's, which then never ends.
-const running = new Set();
-process.on('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-  rmSync(dir, { recursive: true, force: true });
-});
-for (const [signal, number] of [['SIGINT', 2], ['SIGTERM', 15]]) process.on(signal, () => process.exit(128 + number));
+// However the run ends, the scratch directory goes, and no server outlives it.
+whenThisProcessEnds(() => rmSync(dir, { recursive: true, force: true }));
 
 /**
  * Starts a server pinned to CPU 0; resolves once `ready` appears on its stdout, after which stdout is drained. A server
@@ -112,8 +105,7 @@ async function start(who, args, ready) {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, KUBECONFIG: '', HOME: dir, NODE_OPTIONS: nodeOptions },
   });
-  running.add(child);
-  child.on('exit', () => running.delete(child));
+  endsWithThisProcess(child);
   await new Promise((resolve) => {
     let seen = '';
     const onData = (chunk) => {

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { imageNodeOptions, listeningUrls, median } from './serve-process.mjs';
+import { endsWithThisProcess, imageNodeOptions, listeningUrls, median, whenThisProcessEnds } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const runs = Number(process.env['BENCH_RUNS'] ?? '7');
@@ -52,6 +52,7 @@ const rows = MODULES.map(([spec, when]) => {
 async function serveOnce(dir) {
   const started = performance.now();
   const child = spawn(process.execPath, [join(root, 'dist', 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--tls-dir', join(dir, 'tls'), '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'], { env: { ...env, HOME: dir }, stdio: ['ignore', 'pipe', 'inherit'] });
+  endsWithThisProcess(child);
   await listeningUrls(child);
   const readyMs = performance.now() - started;
   child.stdout.resume();
@@ -63,10 +64,10 @@ async function serveOnce(dir) {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-startup-'));
+whenThisProcessEnds(() => rmSync(dir, { recursive: true, force: true }));
 await serveOnce(dir); // generates the certificate, so that the runs measured read it
 const serves = [];
 for (let i = 0; i < runs; i++) serves.push(await serveOnce(dir));
-rmSync(dir, { recursive: true, force: true });
 
 console.log(`start-up: node ${process.version}, NODE_OPTIONS="${nodeOptions}", median of ${runs} runs; an empty process is ${baseline.toFixed(1)} MiB`);
 console.log('| module | loaded | import ms | RSS added MiB |');
