@@ -13,6 +13,7 @@ import { isIPv6 } from 'node:net';
 import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, sep } from 'node:path';
 import { parse, stringify } from 'yaml';
+import { isObject } from '../engine/index.js';
 import { HttpApiClient, type ApiClient, type Authorize } from './client.js';
 
 /** Where a pod finds its service account's token, CA bundle and namespace. */
@@ -145,7 +146,7 @@ function mergeKubeconfigs(files: string[]): MergedConfig {
         // Relative paths are relative to the file that names them, as kubectl reads them.
         for (const f of FILE_FIELDS) if (typeof body[f] === 'string' && body[f] !== '' && !isAbsolute(body[f])) body[f] = join(dir, body[f]);
         const exec = body['exec'];
-        if (exec !== null && typeof exec === 'object' && !Array.isArray(exec)) body['exec'] = execFromDirectory(exec as Record<string, unknown>, dir);
+        if (isObject(exec)) body['exec'] = execFromDirectory(exec, dir);
         if (!into.has(name)) into.set(name, body as T);
       }
     };
