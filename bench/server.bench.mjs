@@ -249,10 +249,12 @@ async function compare(mix, servers, bodies, expected) {
   };
 }
 
-// The serving certificate, made once by the injector itself, shared by both servers.
+/** The arguments that start `serve` from a build's dist/ on `port`, with the run's serving certificate. */
+const serve = (dist) => (port) => [join(dist, 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'];
+
+// The serving certificate, made once by the injector itself, shared by all the servers.
 {
-  const port = await freePort();
-  const s = await start('injector', [join(root, 'dist', 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'], 'proxy-injector listening');
+  const s = await start('injector', serve(join(root, 'dist'))(await freePort()), 'proxy-injector listening');
   await stop(s.child);
 }
 
@@ -277,7 +279,6 @@ for (const mix of mixes) {
     }
     return { who, instances };
   };
-  const serve = (dist) => (port) => [join(dist, 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'];
   const servers = [
     await startAll('floor', (port) => [join(root, 'bench', 'floor-server.mjs'), 'fastify', tlsDir, answersPath, String(port)], 'listening'),
     await startAll('bare', (port) => [join(root, 'bench', 'floor-server.mjs'), 'node', tlsDir, answersPath, String(port)], 'listening'),
