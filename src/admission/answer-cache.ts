@@ -5,7 +5,8 @@
  * them all. The key is everything the answer depends on: the object without those (PER_POD_METADATA), the kind and
  * namespace, the namespace's annotations and the owner; entries live per configuration object, so a configuration
  * change (a new object) never meets an answer computed for the old one. Bounded: the least recently used entry goes
- * first.
+ * first. A pod is first compared, value by value, with the entry last answered for its controller: for the pods of a
+ * rollout that spares serialising and hashing a key of a kilobyte or more for each.
  */
 import type { InjectionResult, InjectorConfig, Owner } from '../engine/index.js';
 
@@ -44,67 +45,232 @@ const MAX_KEY_LENGTH = 256 * 1024;
  */
 const PER_POD_METADATA = ['name', 'generateName', 'uid', 'managedFields'] as const;
 
-/**
- * The cache key, or undefined when the object is not worth caching. The object is serialised with PER_POD_METADATA
- * set aside. Those fields are set to undefined for the serialisation and put back after it rather than copied around:
- * JSON.stringify leaves undefined out, and copying the metadata and the object cost as much as serialising them.
- */
-export function answerKey(kind: string, namespace: string, object: Record<string, unknown>, namespaceAnnotations: Record<string, string>, owner: Owner | undefined): string | undefined {
-  const metadata = object['metadata'];
-  let serialized: string;
-  if (typeof metadata === 'object' && metadata !== null && !Array.isArray(metadata)) {
-    const fields = metadata as Record<string, unknown>;
-    // Only the fields the metadata has are set aside: a field that was absent stays absent.
-    const present = PER_POD_METADATA.filter((field) => field in fields);
-    const values = present.map((field) => fields[field]);
-    for (const field of present) fields[field] = undefined;
-    try {
-      serialized = JSON.stringify(object);
-    } finally {
-      present.forEach((field, i) => {
-        fields[field] = values[i];
-      });
-    }
-  } else {
-    serialized = JSON.stringify(object);
-  }
-  const key = `${kind}\u0000${namespace}\u0000${owner ? `${owner.kind}/${owner.name}` : ''}\u0000${JSON.stringify(namespaceAnnotations)}\u0000${serialized}`;
-  return key.length <= MAX_KEY_LENGTH ? key : undefined;
+/** What an answer depends on besides the configuration: the object, where it is created, and by whom. */
+export interface AnswerQuestion {
+  kind: string;
+  namespace: string;
+  object: Record<string, unknown>;
+  namespaceAnnotations: Record<string, string>;
+  owner: Owner | undefined;
+  /**
+   * Which controller made the object (its controller reference's uid): the cache first compares the object with the
+   * answer last given for that controller, which for the pods of a rollout spares serialising and hashing the key.
+   */
+  controller: string;
 }
 
+/** A question made into its key, with the texts the key was made of. */
+export interface KeyedQuestion {
+  key: string;
+  kind: string;
+  namespace: string;
+  owner: string;
+  /** The namespace's annotations as JSON. */
+  annotations: string;
+  /** The object as JSON without PER_POD_METADATA. */
+  serialized: string;
+}
+
+/**
+ * A kept question's parts as values: the next object of the same controller is compared with them instead of being
+ * serialised.
+ */
+interface KeptQuestion {
+  kind: string;
+  namespace: string;
+  owner: string;
+  namespaceAnnotations: Kept;
+  object: Kept;
+}
+
+/**
+ * A JSON value kept for comparison: a primitive as itself, an array as an array of kept values, an object as its keys
+ * in order and their values, so that comparing does not list the keys again. `skip` names keys that the compared object
+ * may have and that the serialisation left out.
+ */
+type Kept = string | number | boolean | null | Kept[] | KeptObject;
+
+class KeptObject {
+  constructor(
+    readonly keys: string[],
+    readonly values: Kept[],
+    readonly skip?: ReadonlySet<string>,
+  ) {}
+}
+
+/** A value parsed from JSON, kept; the object at the top (when `identity`) skips PER_POD_METADATA in its metadata. */
+function keptValue(value: unknown, identity = false): Kept {
+  if (Array.isArray(value)) return value.map((item) => keptValue(item));
+  if (typeof value !== 'object' || value === null) return value as Kept;
+  const keys = Object.keys(value);
+  const fields = value as Record<string, unknown>;
+  const values = keys.map((key) => (identity && key === 'metadata' && isPlainObject(fields[key]) ? keptMetadata(fields[key]) : keptValue(fields[key])));
+  return new KeptObject(keys, values);
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const IDENTITY: ReadonlySet<string> = new Set(PER_POD_METADATA);
+
+function keptMetadata(metadata: Record<string, unknown>): KeptObject {
+  const keys = Object.keys(metadata);
+  return new KeptObject(
+    keys,
+    keys.map((key) => keptValue(metadata[key])),
+    IDENTITY,
+  );
+}
+
+/**
+ * Whether `value` serialises as the value kept did: the same keys in the same order, the same items, equal strings,
+ * finite numbers, booleans and nulls. Anything JSON.stringify would drop or change (undefined, a function, a
+ * non-finite number, an inherited key) makes them differ, which at worst sends the question the long way, through its
+ * key.
+ */
+function sameJson(kept: Kept, value: unknown): boolean {
+  if (kept === value) return typeof kept !== 'number' || Number.isFinite(kept);
+  if (typeof kept !== 'object' || kept === null || typeof value !== 'object' || value === null) return false;
+  if (Array.isArray(kept)) {
+    if (!Array.isArray(value) || value.length !== kept.length) return false;
+    for (let i = 0; i < kept.length; i++) if (!sameJson(kept[i] as Kept, value[i])) return false;
+    return true;
+  }
+  if (Array.isArray(value)) return false;
+  const { keys, values, skip } = kept;
+  const fields = value as Record<string, unknown>;
+  let at = 0;
+  for (const key in fields) {
+    if (skip?.has(key)) continue;
+    if (key !== keys[at] || !sameJson(values[at] as Kept, fields[key])) return false;
+    at++;
+  }
+  return at === keys.length;
+}
+
+const ownerText = (owner: Owner | undefined): string => (owner ? `${owner.kind}/${owner.name}` : '');
+
+/**
+ * The object serialised with PER_POD_METADATA set aside. Those fields are set to undefined for the serialisation and
+ * put back after it rather than copied around: JSON.stringify leaves undefined out, and copying the metadata and the
+ * object cost as much as serialising them.
+ */
+function withoutIdentity(object: Record<string, unknown>): string {
+  const metadata = object['metadata'];
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) return JSON.stringify(object);
+  const fields = metadata as Record<string, unknown>;
+  // Only the fields the metadata has are set aside: a field that was absent stays absent.
+  const present = PER_POD_METADATA.filter((field) => field in fields);
+  const values = present.map((field) => fields[field]);
+  for (const field of present) fields[field] = undefined;
+  try {
+    return JSON.stringify(object);
+  } finally {
+    present.forEach((field, i) => {
+      fields[field] = values[i];
+    });
+  }
+}
+
+/** The question's key and its parts, or undefined when the object is too large to be worth caching. */
+export function keyedQuestion(question: Omit<AnswerQuestion, 'controller'>): KeyedQuestion | undefined {
+  const serialized = withoutIdentity(question.object);
+  const annotations = JSON.stringify(question.namespaceAnnotations);
+  const owner = ownerText(question.owner);
+  const key = `${question.kind}\u0000${question.namespace}\u0000${owner}\u0000${annotations}\u0000${serialized}`;
+  if (key.length > MAX_KEY_LENGTH) return undefined;
+  return { key, kind: question.kind, namespace: question.namespace, owner, annotations, serialized };
+}
+
+/** The cache key, or undefined when the object is not worth caching (see keyedQuestion). */
+export function answerKey(kind: string, namespace: string, object: Record<string, unknown>, namespaceAnnotations: Record<string, string>, owner: Owner | undefined): string | undefined {
+  return keyedQuestion({ kind, namespace, object, namespaceAnnotations, owner })?.key;
+}
+
+/** Whether the question has the key `kept` was made from, compared part by part: nothing is serialised or hashed. */
+function asks(kept: KeptQuestion, question: AnswerQuestion): boolean {
+  return (
+    kept.kind === question.kind &&
+    kept.namespace === question.namespace &&
+    kept.owner === ownerText(question.owner) &&
+    sameJson(kept.namespaceAnnotations, question.namespaceAnnotations) &&
+    sameJson(kept.object, question.object)
+  );
+}
+
+interface Entry {
+  key: string;
+  question: KeptQuestion;
+  answer: CachedAnswer;
+}
+
+/** What the cache holds for one configuration: entries by key, and the key last answered for each controller. */
+interface Entries {
+  byKey: Map<string, Entry>;
+  byController: Map<string, string>;
+}
+
+/** What `find` says: the answer, or the question's key to `keep` the computed answer under (none: not worth it). */
+export type Found = { answer: CachedAnswer; keyed?: undefined } | { answer?: undefined; keyed: KeyedQuestion | undefined };
+
 export class AnswerCache {
-  private readonly byConfig = new WeakMap<InjectorConfig, Map<string, CachedAnswer>>();
+  private readonly byConfig = new WeakMap<InjectorConfig, Entries>();
   private hitCount = 0;
   private missCount = 0;
 
   constructor(private readonly maxEntries = DEFAULT_MAX_ENTRIES) {}
 
-  get(config: InjectorConfig, key: string): CachedAnswer | undefined {
+  /**
+   * The answer to the question under this configuration, if one was kept. The entry last answered for the question's
+   * controller is tried first, by comparing the object with it; only when that fails is the question's key made.
+   */
+  find(config: InjectorConfig, question: AnswerQuestion): Found {
     const entries = this.byConfig.get(config);
-    const found = entries?.get(key);
-    if (found && entries) {
-      // Most recently used last: Map keeps insertion order.
-      entries.delete(key);
-      entries.set(key, found);
-      this.hitCount++;
-    } else {
+    const recent = entries?.byController.get(question.controller);
+    const known = recent !== undefined ? entries?.byKey.get(recent) : undefined;
+    if (entries && known && asks(known.question, question)) return { answer: this.hit(entries, known) };
+    const keyed = keyedQuestion(question);
+    const found = keyed && entries?.byKey.get(keyed.key);
+    if (!entries || !found) {
       this.missCount++;
+      return { keyed };
     }
-    return found;
+    this.remember(entries, question.controller, found.key);
+    return { answer: this.hit(entries, found) };
   }
 
-  set(config: InjectorConfig, key: string, answer: CachedAnswer): void {
+  /** Keeps the answer computed for a question `find` could not answer, as the newest entry. */
+  keep(config: InjectorConfig, question: KeyedQuestion, controller: string, answer: CachedAnswer): void {
     let entries = this.byConfig.get(config);
     if (!entries) {
-      entries = new Map();
+      entries = { byKey: new Map(), byController: new Map() };
       this.byConfig.set(config, entries);
     }
-    entries.set(key, answer);
-    if (entries.size > this.maxEntries) entries.delete(entries.keys().next().value as string);
+    const { key, kind, namespace, owner } = question;
+    const kept: KeptQuestion = { kind, namespace, owner, namespaceAnnotations: keptValue(JSON.parse(question.annotations)), object: keptValue(JSON.parse(question.serialized), true) };
+    entries.byKey.set(key, { key, question: kept, answer });
+    if (entries.byKey.size > this.maxEntries) entries.byKey.delete(entries.byKey.keys().next().value as string);
+    this.remember(entries, controller, question.key);
   }
 
   /** Lookups answered from the cache and lookups that were not, since start. */
   get stats(): { hits: number; misses: number } {
     return { hits: this.hitCount, misses: this.missCount };
+  }
+
+  /** Most recently used last: Map keeps insertion order. */
+  private hit(entries: Entries, entry: Entry): CachedAnswer {
+    entries.byKey.delete(entry.key);
+    entries.byKey.set(entry.key, entry);
+    this.hitCount++;
+    return entry.answer;
+  }
+
+  /** Notes the controller's latest key; as bounded as the entries (a key whose entry went is simply not found). */
+  private remember(entries: Entries, controller: string, key: string): void {
+    const map = entries.byController;
+    if (map.get(controller) === key) return;
+    map.delete(controller);
+    map.set(controller, key);
+    if (map.size > this.maxEntries) map.delete(map.keys().next().value as string);
   }
 }

@@ -10,7 +10,7 @@ import {
   type InjectorConfig,
   type Owner,
 } from '../engine/index.js';
-import { answerKey, recordOf, type AdmissionRecord, type AnswerCache } from './answer-cache.js';
+import { recordOf, type AdmissionRecord, type AnswerCache } from './answer-cache.js';
 import { failureOf, type AdmissionFailure } from './failures.js';
 import { allowed, boundedWarnings, denied, encodeResponseTail, patched } from './review.js';
 import type { AdmissionRequest, AdmissionResponse } from './types.js';
@@ -75,24 +75,32 @@ export function base64OfText(text: string): string {
   return Buffer.byteLength(text) === text.length ? btoa(text) : Buffer.from(text).toString('base64');
 }
 
-/** Whether a controller (a ReplicaSet, Job, StatefulSet...) made the object: only such pods come many alike. */
-function madeByController(object: Record<string, unknown>): boolean {
+/**
+ * The controller that made the object (a ReplicaSet, Job, StatefulSet...), by its uid (its name when it has none), or
+ * undefined: only the pods of a controller come many alike.
+ */
+function controllerOf(object: Record<string, unknown>): string | undefined {
   const metadata = object['metadata'];
   const owners = isObject(metadata) ? metadata['ownerReferences'] : undefined;
-  return Array.isArray(owners) && owners.some((o) => isObject(o) && o['controller'] === true);
+  if (!Array.isArray(owners)) return undefined;
+  for (const o of owners) {
+    if (!isObject(o) || o['controller'] !== true) continue;
+    const id = o['uid'];
+    return typeof id === 'string' && id !== '' ? id : String(o['name'] ?? '');
+  }
+  return undefined;
 }
 
 /**
- * Whether an answer is worth a cache key: a pod that a controller made (a pod created on its own is never followed by
- * its twin, so its key and its entry would be pure cost) and that asks to be injected (deciding to skip a pod costs
- * less than writing its key).
+ * The controller of an object whose answer is worth a cache entry: a pod that a controller made (a pod created on its
+ * own is never followed by its twin, so its key and its entry would be pure cost) and that asks to be injected
+ * (deciding to skip a pod costs less than writing its key). Undefined for any other object.
  */
-function worthCaching(kind: string, object: Record<string, unknown>, nsAnnotations: Record<string, string>): boolean {
-  return (
-    kind.toLowerCase() === 'pod' &&
-    madeByController(object) &&
-    !injectAnnotationDecision('webhook', ownAnnotations(object), nsAnnotations).disabled
-  );
+function cacheableController(kind: string, object: Record<string, unknown>, nsAnnotations: Record<string, string>): string | undefined {
+  if (kind.toLowerCase() !== 'pod') return undefined;
+  const controller = controllerOf(object);
+  if (controller === undefined || injectAnnotationDecision('webhook', ownAnnotations(object), nsAnnotations).disabled) return undefined;
+  return controller;
 }
 
 /**
@@ -117,8 +125,10 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
       owner = resolved instanceof Promise ? await resolved : resolved;
     }
     const config = sources.config();
-    const key = sources.answers && worthCaching(kind, object, nsAnnotations) ? answerKey(kind, namespace, object, nsAnnotations, owner) : undefined;
-    const cached = key !== undefined ? sources.answers?.get(config, key) : undefined;
+    const answers = sources.answers;
+    const controller = answers ? cacheableController(kind, object, nsAnnotations) : undefined;
+    const lookup = answers && controller !== undefined ? answers.find(config, { kind, namespace, object, namespaceAnnotations: nsAnnotations, owner, controller }) : undefined;
+    const cached = lookup?.answer;
     if (cached) {
       const result = { ...cached.result, name: locate(object, kind).name };
       const response = cached.patch !== undefined ? patched(uid, cached.patch, cached.warnings) : allowed(uid, cached.warnings);
@@ -137,9 +147,10 @@ export async function handleAdmission(request: AdmissionRequest, sources: Admiss
     const warnings = boundedWarnings([...result.warnings, ...result.risks.map(riskWarning)]);
     const patch = result.patch.length > 0 ? base64OfText(JSON.stringify(result.patch)) : undefined;
     const response = patch !== undefined ? patched(uid, patch, warnings) : allowed(uid, warnings);
-    if (key === undefined) return evaluated(response, result, owner);
+    const keyed = lookup?.keyed;
+    if (!answers || keyed === undefined || controller === undefined) return evaluated(response, result, owner);
     const responseTail = encodeResponseTail(response);
-    sources.answers?.set(config, key, { result: recordOf(result), patch, warnings, responseTail });
+    answers.keep(config, keyed, controller, { result: recordOf(result), patch, warnings, responseTail });
     return evaluated(response, result, owner, responseTail);
   } catch (err) {
     const failure = failureOf(err);

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { AnswerCache, answerKey } from '../../src/admission/answer-cache.js';
+import { AnswerCache, answerKey, type AnswerQuestion, type KeyedQuestion } from '../../src/admission/answer-cache.js';
 import { handleAdmission, type AdmissionSources } from '../../src/admission/handler.js';
 import { encodeResponseTail, parseReview, reviewHeadOf, reviewPieces, reviewResponse, serializeReview } from '../../src/admission/review.js';
 import { inject, type InjectorConfig } from '../../src/engine/index.js';
@@ -28,6 +28,14 @@ function withIdentity(object: Record<string, unknown>, name: string, uid: string
   if (generateName !== undefined) metadata['generateName'] = generateName;
   metadata['managedFields'] = [{ manager: 'kube-controller-manager', operation: 'Update', apiVersion: 'v1', time, fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:generateName': {} } } }];
   copy['metadata'] = metadata;
+  return copy;
+}
+
+/** A copy of the object with the label `n`: objects of their own, to fill a cache with. */
+function labelled(object: Record<string, unknown>, n: string): Record<string, unknown> {
+  const copy = structuredClone(object);
+  const metadata = copy['metadata'] as Record<string, unknown>;
+  metadata['labels'] = { ...(metadata['labels'] as object), n };
   return copy;
 }
 
@@ -107,41 +115,163 @@ describe('answerKey', () => {
 
 describe('AnswerCache', () => {
   const entry = (name: string) => ({ result: { name } as never, patch: name, warnings: undefined, responseTail: Buffer.from(name) });
+  const base = sample.request.object;
+  /** A question for `object`, made by the ReplicaSet rs-1 unless `over` says otherwise. */
+  const question = (object: Record<string, unknown>, over: Partial<AnswerQuestion> = {}): AnswerQuestion => ({
+    kind: 'Pod',
+    namespace: 'emojivoto',
+    object,
+    namespaceAnnotations: {},
+    owner: { kind: 'deployment', name: 'web' },
+    controller: 'rs-1',
+    ...over,
+  });
+  /** Asks the cache, which must not know the question yet, and keeps `name` as its answer. */
+  const keep = (cache: AnswerCache, config: InjectorConfig, asked: AnswerQuestion, name: string) => {
+    const found = cache.find(config, asked);
+    expect(found.answer).toBeUndefined();
+    expect(found.keyed).toBeDefined();
+    cache.keep(config, found.keyed as KeyedQuestion, asked.controller, entry(name));
+  };
+  /** An object of its own for each name: the label `n` tells them apart. */
+  const named = (n: string) => question(labelled(base, n));
+  const answered = (cache: AnswerCache, config: InjectorConfig, asked: AnswerQuestion) => cache.find(config, asked).answer?.patch;
 
   it('keeps answers per configuration object: a new configuration starts empty', () => {
     const cache = new AnswerCache();
     const one = testConfig();
-    cache.set(one, 'k', entry('a'));
-    expect(cache.get(one, 'k')?.patch).toBe('a');
-    expect(cache.get(testConfig(), 'k')).toBeUndefined();
-    expect(cache.stats).toEqual({ hits: 1, misses: 1 });
+    keep(cache, one, named('a'), 'a');
+    expect(answered(cache, one, named('a'))).toBe('a');
+    expect(answered(cache, testConfig(), named('a'))).toBeUndefined();
+    expect(cache.stats).toEqual({ hits: 1, misses: 2 });
   });
 
   it('drops the least recently used entry beyond its bound, each configuration counted apart', () => {
     const cache = new AnswerCache(2);
     const config = testConfig();
     const other = testConfig();
-    cache.set(config, 'a', entry('a'));
-    cache.set(config, 'b', entry('b'));
-    cache.set(other, 'x', entry('x'));
-    cache.get(config, 'a');
-    cache.set(config, 'c', entry('c'));
-    expect(cache.get(config, 'b')).toBeUndefined();
-    expect(cache.get(config, 'a')?.patch).toBe('a');
-    expect(cache.get(config, 'c')?.patch).toBe('c');
-    expect(cache.get(other, 'x')?.patch).toBe('x');
+    keep(cache, config, named('a'), 'a');
+    keep(cache, config, named('b'), 'b');
+    keep(cache, other, named('x'), 'x');
+    answered(cache, config, named('a'));
+    keep(cache, config, named('c'), 'c');
+    expect(answered(cache, config, named('b'))).toBeUndefined();
+    expect(answered(cache, config, named('a'))).toBe('a');
+    expect(answered(cache, config, named('c'))).toBe('c');
+    expect(answered(cache, other, named('x'))).toBe('x');
   });
 
   it('keeps the order of use when the same entry is hit again and again, as the pods of a rollout hit it', () => {
     const cache = new AnswerCache(2);
     const config = testConfig();
-    cache.set(config, 'a', entry('a'));
-    cache.set(config, 'b', entry('b'));
-    for (let i = 0; i < 3; i++) expect(cache.get(config, 'b')?.patch).toBe('b');
-    cache.set(config, 'c', entry('c'));
-    expect(cache.get(config, 'a')).toBeUndefined();
-    expect(cache.get(config, 'b')?.patch).toBe('b');
+    keep(cache, config, named('a'), 'a');
+    keep(cache, config, named('b'), 'b');
+    for (let i = 0; i < 3; i++) expect(answered(cache, config, named('b'))).toBe('b');
+    keep(cache, config, named('c'), 'c');
+    expect(answered(cache, config, named('a'))).toBeUndefined();
+    expect(answered(cache, config, named('b'))).toBe('b');
     expect(cache.stats.hits).toBe(4);
+  });
+
+  it('answers the pods of two rollouts interleaved, each from its own entry', () => {
+    const cache = new AnswerCache();
+    const config = testConfig();
+    keep(cache, config, question(labelled(base, 'web'), { controller: 'rs-web' }), 'web');
+    keep(cache, config, question(labelled(base, 'api'), { controller: 'rs-api' }), 'api');
+    for (let i = 0; i < 4; i++) {
+      expect(answered(cache, config, question(withIdentity(labelled(base, 'web'), `web-${i}`, `w${i}`), { controller: 'rs-web' }))).toBe('web');
+      expect(answered(cache, config, question(withIdentity(labelled(base, 'api'), `api-${i}`, `a${i}`), { controller: 'rs-api' }))).toBe('api');
+    }
+    expect(cache.stats).toEqual({ hits: 8, misses: 2 });
+  });
+
+  /**
+   * Objects that differ from the kept one in every way a pod's JSON can: in identity alone (the same answer), and in
+   * a value, a type, an order of keys or items, a key set to undefined or to a function, a number that JSON cannot
+   * write, an inherited key, deep in the spec or at the top.
+   */
+  const variants = (): Array<[string, Record<string, unknown>]> => {
+    const edit = (what: string, change: (o: Record<string, unknown>) => void): [string, Record<string, unknown>] => {
+      const copy = structuredClone(base);
+      change(copy);
+      return [what, copy];
+    };
+    const metadata = (o: Record<string, unknown>) => o['metadata'] as Record<string, unknown>;
+    const container = (o: Record<string, unknown>) => (o['spec'] as { containers: Array<Record<string, unknown>> }).containers[0] as Record<string, unknown>;
+    return [
+      ['the same object', structuredClone(base)],
+      ['another identity', withIdentity(base, 'web-9', 'uid-9', 'web-', '2026-11-23T10:00:09Z')],
+      edit('identity fields in another order', (o) => {
+        const { name, ...rest } = metadata(o);
+        o['metadata'] = { uid: 'u', ...rest, generateName: 'web-', name };
+      }),
+      edit('a label more', (o) => (metadata(o)['labels'] = { ...(metadata(o)['labels'] as object), extra: 'x' })),
+      edit('an annotation value', (o) => (metadata(o)['annotations'] = { 'linkerd.io/inject': 'disabled' })),
+      edit('the image', (o) => (container(o)['image'] = 'other:1')),
+      edit('a container of another name', (o) => (container(o)['name'] = 'web-9')),
+      edit('a port as a string', (o) => ((container(o)['ports'] as Array<Record<string, unknown>>)[0]!['containerPort'] = '8080')),
+      edit('ports in another order', (o) => (container(o)['ports'] as unknown[]).reverse()),
+      edit('a port fewer', (o) => (container(o)['ports'] as unknown[]).pop()),
+      edit('keys of the spec in another order', (o) => {
+        const spec = o['spec'] as Record<string, unknown>;
+        o['spec'] = Object.fromEntries(Object.entries(spec).reverse());
+      }),
+      edit('the top keys in another order', (o) => {
+        const entries = Object.entries(o).reverse();
+        for (const key of Object.keys(o)) delete o[key];
+        Object.assign(o, Object.fromEntries(entries));
+      }),
+      edit('a key added as undefined', (o) => (container(o)['command'] = undefined)),
+      edit('a value set to undefined', (o) => (container(o)['resources'] = undefined)),
+      edit('a key set to a function', (o) => (container(o)['command'] = () => 'x')),
+      edit('an infinite number', (o) => (container(o)['terminationGracePeriodSeconds'] = Infinity)),
+      edit('null for a value', (o) => (container(o)['resources'] = null)),
+      edit('an empty object for an empty array', (o) => (container(o)['env'] = {})),
+      edit('an inherited key', (o) => (o['spec'] = Object.assign(Object.create({ hostNetwork: true }) as object, o['spec']))),
+      edit('a metadata that is not an object', (o) => (o['metadata'] = ['emoji'])),
+      edit('no metadata', (o) => delete o['metadata']),
+    ];
+  };
+
+  it('answers from the entry compared part by part exactly when the key is the same', () => {
+    const config = testConfig();
+    const kinds: Array<[string, Partial<AnswerQuestion>]> = [
+      ['as kept', {}],
+      ['another namespace', { namespace: 'other' }],
+      ['another namespace annotation', { namespaceAnnotations: { 'linkerd.io/inject': 'enabled' } }],
+      ['another owner', { owner: { kind: 'deployment', name: 'api' } }],
+      ['no owner', { owner: undefined }],
+      ['a Service', { kind: 'Service' }],
+    ];
+    const all = variants();
+    for (const [keptWhat, keptObject] of all) {
+      const cache = new AnswerCache();
+      keep(cache, config, question(keptObject), 'kept');
+      const keptKey = answerKey('Pod', 'emojivoto', keptObject, {}, { kind: 'deployment', name: 'web' });
+      for (const [what, object] of all) {
+        for (const [how, over] of kinds) {
+          const asked = question(object, over);
+          const same = answerKey(asked.kind, asked.namespace, object, asked.namespaceAnnotations, asked.owner) === keptKey;
+          // The same controller is compared part by part; another goes through the key. Both must agree with it.
+          for (const controller of ['rs-1', 'rs-2']) {
+            expect(answered(cache, config, { ...asked, controller }), `kept ${keptWhat}, asked ${what}, ${how}, controller ${controller}`).toBe(
+              same ? 'kept' : undefined,
+            );
+          }
+        }
+      }
+    }
+  });
+
+  it('compares with a copy of what it kept: the object kept may change afterwards', () => {
+    const cache = new AnswerCache();
+    const config = testConfig();
+    const object = structuredClone(base);
+    keep(cache, config, question(object), 'kept');
+    const before = structuredClone(object);
+    (object['spec'] as { containers: Array<{ image: string }> }).containers[0]!.image = 'changed:1';
+    expect(answered(cache, config, question(object))).toBeUndefined();
+    expect(answered(cache, config, question(before))).toBe('kept');
   });
 });
 
