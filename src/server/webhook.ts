@@ -16,6 +16,7 @@ import {
 import { objectName } from '../engine/index.js';
 import { oneLine } from '../tls/index.js';
 import { answerClientErrors, closeServer, listen, pathOf, sendText, type HttpApp, type RequestHandler } from './http.js';
+import { infoLineOf, type InfoLine, type LineValue } from './logger.js';
 import type { InjectorMetrics, RefusalReason } from './metrics.js';
 
 export const MAX_BODY_BYTES = 10 * 1024 * 1024;
@@ -106,6 +107,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 
 export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   const { logger, metrics, sources } = options;
+  const infoLine = infoLineOf(logger);
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   let closing = false;
 
@@ -148,7 +150,7 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     const tail = handled.kind === 'evaluated' ? handled.responseTail : undefined;
     const pieces: Array<string | Buffer> = tail ? [reviewHeadOf(apiVersion, admission.uid), tail] : reviewPieces(apiVersion, handled.response);
     metrics.record(handled, admission.namespace ?? '', (performance.now() - started) / 1e3);
-    logAdmission(logger, debug, admission, handled);
+    logAdmission(logger, infoLine, debug, admission, handled);
     options.onAdmitted?.(handled, admission);
     let length = 0;
     for (const piece of pieces) length += Buffer.byteLength(piece);
@@ -243,7 +245,7 @@ function readBody(request: IncomingMessage, limit: number, done: (text: string |
  * debug only: at info it would be most of the log and a tenth of the server's work, and the responses counter carries
  * it (skip_reason="injection_enable_annotation_absent", by namespace and owner kind).
  */
-function logAdmission(log: Logger, debug: boolean, request: AdmissionRequest, handled: HandledAdmission): void {
+function logAdmission(log: Logger, infoLine: InfoLine, debug: boolean, request: AdmissionRequest, handled: HandledAdmission): void {
   if (handled.kind === 'failed') {
     log.error(
       { uid: request.uid, operation: request.operation, dryRun: request.dryRun === true, code: handled.failure.code, allowed: handled.response.allowed },
@@ -259,7 +261,7 @@ function logAdmission(log: Logger, debug: boolean, request: AdmissionRequest, ha
   const unasked = result.outcome === 'skipped' && result.reasons.every((r) => r.code === 'injection_enable_annotation_absent');
   if (unasked && !debug) return;
   // Written out, not spread from a shared part: spreading cost more than the rest of the line.
-  const details: Record<string, unknown> = {
+  const details: Record<string, LineValue> = {
     uid: request.uid,
     operation: request.operation,
     dryRun: request.dryRun === true,
@@ -270,8 +272,8 @@ function logAdmission(log: Logger, debug: boolean, request: AdmissionRequest, ha
   if (result.warnings.length > 0) details['warnings'] = result.warnings;
   const resource = resourceName(request, handled);
   const reasons = result.reasons.map((r) => r.text).join(', ');
-  if (result.outcome === 'injected') log.info(details, `injection patch generated for: ${resource}`);
-  else if (result.outcome === 'annotated') log.info(details, `annotation patch generated for: ${resource} (skipped: ${reasons})`);
-  else if (unasked) log.debug(details, `skipped ${resource}: ${reasons}`);
-  else log.info(details, `skipped ${resource}: ${reasons}`);
+  if (unasked) log.debug(details, `skipped ${resource}: ${reasons}`);
+  else if (result.outcome === 'injected') infoLine(details, `injection patch generated for: ${resource}`);
+  else if (result.outcome === 'annotated') infoLine(details, `annotation patch generated for: ${resource} (skipped: ${reasons})`);
+  else infoLine(details, `skipped ${resource}: ${reasons}`);
 }
