@@ -9,6 +9,7 @@ import {
   handleAdmission,
   parseReview,
   ReviewError,
+  type AdmissionApiVersion,
   type AdmissionRequest,
   type AdmissionSources,
   type HandledAdmission,
@@ -118,7 +119,33 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     sendText(response, status, `${oneLine(message)}\n`, close);
   };
 
-  const answer = async (response: ServerResponse, text: string): Promise<void> => {
+  /** Writes the answer to an admission the handler has dealt with, and says what was done. */
+  const send = (response: ServerResponse, apiVersion: AdmissionApiVersion, admission: AdmissionRequest, handled: HandledAdmission, started: number, debug: boolean): void => {
+    // The answer is written in pieces so that none is copied into a larger one: a cached answer as its head and the
+    // tail bytes it shares with the cache, any other with its patch apart. node:http corks the socket at the first
+    // write until the next tick, so the pieces still leave in one TLS write.
+    const tail = handled.kind === 'evaluated' ? handled.responseTail : undefined;
+    const pieces: Array<string | Buffer> = tail ? [reviewHeadOf(apiVersion, admission.uid), tail] : reviewPieces(apiVersion, handled.response);
+    metrics.record(handled, admission.namespace ?? '', (performance.now() - started) / 1e3);
+    logAdmission(logger, infoLine, debug, admission, handled);
+    options.onAdmitted?.(handled, admission);
+    let length = 0;
+    for (const piece of pieces) length += Buffer.byteLength(piece);
+    response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': length });
+    const last = pieces.length - 1;
+    for (let i = 0; i < last; i++) response.write(pieces[i]);
+    response.end(pieces[last]);
+  };
+
+  /** An answer that could not be written: logged, and a 500 when nothing was sent yet. */
+  const failedToAnswer = (response: ServerResponse, err: unknown): void => {
+    logger.error({ err }, 'failed to answer admission request');
+    if (!response.headersSent) sendText(response, 500, 'internal error while answering the request\n');
+    else response.destroy();
+  };
+
+  /** Answers a review's text; synchronously when the handler answers at once, after it otherwise. */
+  const answer = (response: ServerResponse, text: string): void => {
     if (text.length === 0) return refuse(response, 400, 'the body is empty', 'empty_body');
     let body: unknown;
     try {
@@ -143,21 +170,12 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
       );
     }
     const started = performance.now();
-    const handled = await handleAdmission(admission, sources);
-    // The answer is written in pieces so that none is copied into a larger one: a cached answer as its head and the
-    // tail bytes it shares with the cache, any other with its patch apart. node:http corks the socket at the first
-    // write until the next tick, so the pieces still leave in one TLS write.
-    const tail = handled.kind === 'evaluated' ? handled.responseTail : undefined;
-    const pieces: Array<string | Buffer> = tail ? [reviewHeadOf(apiVersion, admission.uid), tail] : reviewPieces(apiVersion, handled.response);
-    metrics.record(handled, admission.namespace ?? '', (performance.now() - started) / 1e3);
-    logAdmission(logger, infoLine, debug, admission, handled);
-    options.onAdmitted?.(handled, admission);
-    let length = 0;
-    for (const piece of pieces) length += Buffer.byteLength(piece);
-    response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': length });
-    const last = pieces.length - 1;
-    for (let i = 0; i < last; i++) response.write(pieces[i]);
-    response.end(pieces[last]);
+    const handled = handleAdmission(admission, sources);
+    if (handled instanceof Promise) {
+      handled.then((done) => send(response, apiVersion, admission, done, started, debug)).catch((err: unknown) => failedToAnswer(response, err));
+    } else {
+      send(response, apiVersion, admission, handled, started, debug);
+    }
   };
 
   const handle: RequestHandler = (request, response) => {
@@ -173,11 +191,11 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     if (Number(request.headers['content-length'] ?? 0) > MAX_BODY_BYTES) return refuse(response, 413, tooLarge, 'body_too_large', true);
     readBody(request, MAX_BODY_BYTES, (text) => {
       if (text === undefined) return refuse(response, 413, tooLarge, 'body_too_large', true);
-      answer(response, text).catch((err: unknown) => {
-        logger.error({ err }, 'failed to answer admission request');
-        if (!response.headersSent) sendText(response, 500, 'internal error while answering the request\n');
-        else response.destroy();
-      });
+      try {
+        answer(response, text);
+      } catch (err) {
+        failedToAnswer(response, err);
+      }
     });
   };
 

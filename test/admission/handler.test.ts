@@ -50,6 +50,32 @@ describe('handleAdmission', () => {
     expect(names((after as { spec: { containers: unknown } }).spec.containers)[0]).toBe('linkerd-proxy');
   });
 
+  it('answers at once when every source does, and with a promise of the same answer when one must be waited for', async () => {
+    const owner = { kind: 'deployment', name: 'web' };
+    const now = handleAdmission(request(enabled(), { uid: 'u-1' }), sources({ owner: () => owner }));
+    expect(now).not.toBeInstanceOf(Promise);
+    for (const later of [
+      sources({ namespaceAnnotations: () => Promise.resolve({}), owner: () => owner }),
+      sources({ owner: () => Promise.resolve(owner) }),
+    ]) {
+      const pending = handleAdmission(request(enabled(), { uid: 'u-1' }), later);
+      expect(pending).toBeInstanceOf(Promise);
+      expect(await pending).toEqual(now);
+    }
+  });
+
+  it('a source that throws at once is a failure like one whose promise is rejected', async () => {
+    const throwing = sources({
+      namespaceAnnotations: () => {
+        throw new Error('informer not started');
+      },
+    });
+    const rejecting = sources({ namespaceAnnotations: () => Promise.reject(new Error('informer not started')) });
+    const now = failed(handleAdmission(request(enabled(), { uid: 'u-2' }), throwing) as HandledAdmission);
+    expect(now.response.allowed).toBe(false);
+    expect(await handleAdmission(request(enabled(), { uid: 'u-2' }), rejecting)).toEqual(now);
+  });
+
   it('a pod nobody asked to mesh is evaluated and admitted without a patch', async () => {
     const handled = await handleAdmission(request(plain()), sources());
     expect(handled.kind === 'evaluated' && handled.result.outcome).toBe('skipped');

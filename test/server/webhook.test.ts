@@ -256,6 +256,48 @@ describe('failures while handling a valid request', () => {
   });
 });
 
+describe('an answer that cannot be written', () => {
+  /** An app whose namespace lookup answers at once or as a promise, and whose event recording throws. */
+  function throwingAfterHandling(namespaceAnnotations: AdmissionSources['namespaceAnnotations']) {
+    const lines: Array<{ msg: string; err?: { message: string } }> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as (typeof lines)[number]) });
+    const config = testConfig();
+    const app = buildWebhookApp({
+      sources: { config: () => config, namespaceAnnotations },
+      metrics: new InjectorMetrics({ processMetrics: false }),
+      logger,
+      onAdmitted: () => {
+        throw new Error('the event queue is broken');
+      },
+    });
+    apps.push(app);
+    return { app, lines };
+  }
+
+  it.each([
+    ['at once', () => undefined],
+    ['after a promise', () => Promise.resolve(undefined)],
+  ] as const)('is a 500 and an error line, never a crash, when the handler answers %s', async (_when, namespaceAnnotations) => {
+    const { app, lines } = throwingAfterHandling(namespaceAnnotations);
+    const res = await post(app, admissionReview(enabledPod()));
+    expect(res.statusCode).toBe(500);
+    expect(res.body).toBe('internal error while answering the request\n');
+    expect(lines.find((l) => l.msg === 'failed to answer admission request')?.err?.message).toBe('the event queue is broken');
+    // The next review is answered as well.
+    expect((await post(app, admissionReview(enabledPod()))).statusCode).toBe(500);
+  });
+
+  it('answers alike whether the sources answer at once or as promises', async () => {
+    const now = setup({ namespaceAnnotations: () => ({ 'config.linkerd.io/proxy-log-level': 'debug' }) });
+    const later = setup({ namespaceAnnotations: () => Promise.resolve({ 'config.linkerd.io/proxy-log-level': 'debug' }) });
+    const review = admissionReview(enabledPod(), { uid: 'u-same' });
+    const [a, b] = [await post(now.app, review), await post(later.app, review)];
+    expect(a.statusCode).toBe(200);
+    expect(b.body).toBe(a.body);
+    expect(decodedPatch(a.json()).length).toBeGreaterThan(0);
+  });
+});
+
 describe('a namespace whose annotations cannot be read', () => {
   const unknown = () => Promise.reject(new SourceUnavailableError('NAMESPACE_UNKNOWN', 'the annotations of namespace shop are not known yet (timeout)'));
 
