@@ -274,10 +274,11 @@ describe('an answer that cannot be written', () => {
     return { app, lines };
   }
 
-  it.each([
+  const lookups: Array<[string, AdmissionSources['namespaceAnnotations']]> = [
     ['at once', () => undefined],
     ['after a promise', () => Promise.resolve(undefined)],
-  ] as const)('is a 500 and an error line, never a crash, when the handler answers %s', async (_when, namespaceAnnotations) => {
+  ];
+  it.each(lookups)('is a 500 and an error line, never a crash, when the handler answers %s', async (_when, namespaceAnnotations) => {
     const { app, lines } = throwingAfterHandling(namespaceAnnotations);
     const res = await post(app, admissionReview(enabledPod()));
     expect(res.statusCode).toBe(500);
