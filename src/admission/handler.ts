@@ -108,7 +108,7 @@ function cacheableController(kind: string, object: Record<string, unknown>, nsAn
  * anchors) denies only objects that ask for injection, with the reason; others are admitted unchanged, since they
  * need nothing from the configuration. The answer is returned as it is when every source answered at once (the
  * namespace and owner caches, as good as always), and as a promise only when one had to be waited for: a promise and
- * a turn of the microtask queue were 3% of a cached answer's CPU.
+ * a turn of the microtask queue were up to 3% of a cached answer's CPU.
  */
 export function handleAdmission(request: AdmissionRequest, sources: AdmissionSources): HandledAdmission | Promise<HandledAdmission> {
   const object = request.object;
