@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { kubeRequest, startControlPlane } from '../test/e2e/support/control-plane.ts';
-import { endsWithThisProcess, imageNodeOptions, listeningUrls, median, postReview } from './serve-process.mjs';
+import { endsWithThisProcess, exitOnSignals, imageNodeOptions, listeningUrls, median, postReview } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SHORT = process.env['BENCH_SHORT'] === '1';
@@ -69,6 +69,9 @@ function moduleCosts() {
 const costs = SHORT ? [] : moduleCosts();
 const base = costs[0];
 
+// The control plane's helper stops etcd and kube-apiserver from an 'exit' handler, which a signal skips: from before
+// they start, a signal ends this process through process.exit.
+exitOnSignals();
 const cp = await startControlPlane({ controllers: false });
 const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-cluster-memory-'));
 let server;

@@ -15,6 +15,17 @@ export function imageNodeOptions(root) {
 }
 
 const atExit = [];
+let exitsOnSignals = false;
+
+/**
+ * Makes SIGINT and SIGTERM end this process through process.exit (with 130 and 143), so that every 'exit' handler
+ * runs: by default a signal ends a Node process without them, and what they would have stopped keeps running.
+ */
+export function exitOnSignals() {
+  if (exitsOnSignals) return;
+  exitsOnSignals = true;
+  for (const [signal, number] of [['SIGINT', 2], ['SIGTERM', 15]]) process.on(signal, () => process.exit(128 + number));
+}
 
 /**
  * Runs `task` when this process ends, however it ends: its last line, process.exit, an uncaught exception, SIGINT or
@@ -25,7 +36,7 @@ export function whenThisProcessEnds(task) {
     process.on('exit', () => {
       for (const t of atExit) t();
     });
-    for (const [signal, number] of [['SIGINT', 2], ['SIGTERM', 15]]) process.on(signal, () => process.exit(128 + number));
+    exitOnSignals();
   }
   atExit.push(task);
 }

@@ -61,3 +61,28 @@ describe.skipIf(process.platform !== 'linux')('a benchmark leaves no server and 
     expect(existsSync(dir)).toBe(false);
   });
 });
+
+describe.skipIf(process.platform !== 'linux')('exitOnSignals', () => {
+  it.each([
+    ['SIGTERM', 143],
+    ['SIGINT', 130],
+  ] as Array<[NodeJS.Signals, number]>)('runs the exit handlers of others (as the control plane helper has) on %s', async (signal, expectedCode) => {
+    const mark = join(scratch, `exit-ran-${signal}`);
+    const script = `
+      import { writeFileSync } from 'node:fs';
+      import { exitOnSignals } from ${JSON.stringify(helper)};
+      exitOnSignals();
+      process.on('exit', () => writeFileSync(${JSON.stringify(mark)}, 'ran'));
+      console.log('ready');
+      setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.once('data', () => resolve());
+      child.once('exit', () => reject(new Error('the stand-in ended before it was ready')));
+    });
+    child.kill(signal);
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(code).toBe(expectedCode);
+    expect(existsSync(mark)).toBe(true);
+  });
+});
