@@ -8,7 +8,7 @@
  * first. A pod is first compared, value by value, with the entry last answered for its controller: for the pods of a
  * rollout that spares serialising and hashing a key of a kilobyte or more for each.
  */
-import type { InjectionResult, InjectorConfig, Owner } from '../engine/index.js';
+import { isObject, type InjectionResult, type InjectorConfig, type Owner } from '../engine/index.js';
 
 /**
  * The engine's record without its patch: what metrics, events and logs read. The patch itself is in the response, as
@@ -98,26 +98,33 @@ class KeptObject {
   ) {}
 }
 
-/** A value parsed from JSON, kept; the object at the top (when `identity`) skips PER_POD_METADATA in its metadata. */
-function keptValue(value: unknown, identity = false): Kept {
-  if (Array.isArray(value)) return value.map((item) => keptValue(item));
-  if (typeof value !== 'object' || value === null) return value as Kept;
-  const keys = Object.keys(value);
-  const fields = value as Record<string, unknown>;
-  const values = keys.map((key) => (identity && key === 'metadata' && isPlainObject(fields[key]) ? keptMetadata(fields[key]) : keptValue(fields[key])));
-  return new KeptObject(keys, values);
+/** A value parsed from JSON, kept. */
+function keptValue(value: unknown): Kept {
+  if (Array.isArray(value)) return value.map(keptValue);
+  return isObject(value) ? keptObject(value) : (value as Kept);
 }
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+function keptObject(fields: Record<string, unknown>, skip?: ReadonlySet<string>): KeptObject {
+  const keys = Object.keys(fields);
+  return new KeptObject(
+    keys,
+    keys.map((key) => keptValue(fields[key])),
+    skip,
+  );
+}
 
 const IDENTITY: ReadonlySet<string> = new Set(PER_POD_METADATA);
 
-function keptMetadata(metadata: Record<string, unknown>): KeptObject {
-  const keys = Object.keys(metadata);
+/** The object of a question, kept: its metadata skips PER_POD_METADATA, which its serialisation left out. */
+function keptSubject(object: unknown): Kept {
+  if (!isObject(object)) return keptValue(object);
+  const keys = Object.keys(object);
   return new KeptObject(
     keys,
-    keys.map((key) => keptValue(metadata[key])),
-    IDENTITY,
+    keys.map((key) => {
+      const value = object[key];
+      return key === 'metadata' && isObject(value) ? keptObject(value, IDENTITY) : keptValue(value);
+    }),
   );
 }
 
@@ -155,9 +162,8 @@ const ownerText = (owner: Owner | undefined): string => (owner ? `${owner.kind}/
  * object cost as much as serialising them.
  */
 function withoutIdentity(object: Record<string, unknown>): string {
-  const metadata = object['metadata'];
-  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) return JSON.stringify(object);
-  const fields = metadata as Record<string, unknown>;
+  const fields = object['metadata'];
+  if (!isObject(fields)) return JSON.stringify(object);
   // Only the fields the metadata has are set aside: a field that was absent stays absent.
   const present = PER_POD_METADATA.filter((field) => field in fields);
   const values = present.map((field) => fields[field]);
@@ -246,7 +252,7 @@ export class AnswerCache {
       this.byConfig.set(config, entries);
     }
     const { key, kind, namespace, owner } = question;
-    const kept: KeptQuestion = { kind, namespace, owner, namespaceAnnotations: keptValue(JSON.parse(question.annotations)), object: keptValue(JSON.parse(question.serialized), true) };
+    const kept: KeptQuestion = { kind, namespace, owner, namespaceAnnotations: keptValue(JSON.parse(question.annotations)), object: keptSubject(JSON.parse(question.serialized)) };
     entries.byKey.set(key, { key, question: kept, answer });
     if (entries.byKey.size > this.maxEntries) entries.byKey.delete(entries.byKey.keys().next().value as string);
     this.remember(entries, controller, question.key);
