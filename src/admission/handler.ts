@@ -120,15 +120,18 @@ export function handleAdmission(request: AdmissionRequest, sources: AdmissionSou
     const found = namespace ? sources.namespaceAnnotations(namespace) : undefined;
     if (found instanceof Promise) return handleAfterLookups(request, object, sources, found);
     nsAnnotations = found ?? {};
-    if (request.kind.kind.toLowerCase() === 'pod' && sources.owner) {
-      const resolved = sources.owner(request, object);
-      if (resolved instanceof Promise) return handleAfterLookups(request, object, sources, nsAnnotations, resolved);
-      owner = resolved;
-    }
+    const resolved = ownerOf(request, object, sources);
+    if (resolved instanceof Promise) return handleAfterLookups(request, object, sources, nsAnnotations, resolved);
+    owner = resolved;
     return evaluate(request, object, sources, nsAnnotations, owner);
   } catch (err) {
     return failed(request, object, nsAnnotations, owner, err);
   }
+}
+
+/** The workload that owns a pod, from the sources; none for other kinds or without an owner source. */
+function ownerOf(request: AdmissionRequest, object: Record<string, unknown>, sources: AdmissionSources): MaybePromise<Owner | undefined> {
+  return request.kind.kind.toLowerCase() === 'pod' && sources.owner ? sources.owner(request, object) : undefined;
 }
 
 /** handleAdmission once the lookups that answered with a promise have settled; the owner is looked up after them. */
@@ -143,8 +146,7 @@ async function handleAfterLookups(
   let owner: Owner | undefined;
   try {
     nsAnnotations = (await namespaceLookup) ?? {};
-    if (ownerLookup) owner = await ownerLookup;
-    else if (request.kind.kind.toLowerCase() === 'pod' && sources.owner) owner = await sources.owner(request, object);
+    owner = await (ownerLookup ?? ownerOf(request, object, sources));
     return evaluate(request, object, sources, nsAnnotations, owner);
   } catch (err) {
     return failed(request, object, nsAnnotations, owner, err);
