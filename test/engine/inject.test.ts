@@ -628,6 +628,25 @@ describe('a configuration prepared once for many pods', () => {
     }
   });
 
+  it.each(configurations)('puts no frozen array in a patch, only frozen objects (%s)', (_, change) => {
+    const r = seededRandom(15);
+    const config = prepareConfig(testConfig(change));
+    const frozenArrays = (value: unknown, path: string, found: string[]): string[] => {
+      if (typeof value !== 'object' || value === null) return found;
+      if (Array.isArray(value) && Object.isFrozen(value)) found.push(path);
+      for (const [key, child] of Object.entries(value)) frozenArrays(child, `${path}/${key}`, found);
+      return found;
+    };
+    let frozenObjects = 0;
+    for (let i = 0; i < 300; i++) {
+      const result = inject({ object: randomPod(r, i), kind: 'Pod', namespace: 'shop', config });
+      expect(frozenArrays(result.patch, '', [])).toEqual([]);
+      for (const op of result.patch) if (typeof op.value === 'object' && op.value !== null && Object.isFrozen(op.value)) frozenObjects++;
+    }
+    // The shared parts are still there: the end-entity volume at least, in every injected pod.
+    expect(frozenObjects).toBeGreaterThan(100);
+  });
+
   it('shares the parts of the proxy environment that no annotation changes, frozen, so no reader can change another pod', () => {
     const config = prepareConfig(testConfig());
     const envOf = (p: Obj): Array<Record<string, unknown>> => {
