@@ -4,11 +4,13 @@ import {
   inject,
   podPatch,
   prepareConfig,
+  stringMap,
   trustRootSha256,
   uninject,
   type InjectorConfig,
   type LinkerdValues,
 } from '../../src/engine/index.js';
+import { templateAnnotations } from '../../src/engine/inject.js';
 import { PROXY_ALPHA_ANNOTATIONS, PROXY_ANNOTATIONS } from '../../src/engine/names.js';
 import { seededRandom } from '../support/random.js';
 import { applyToValue } from '../../src/cli/yaml-patch.js';
@@ -275,6 +277,52 @@ describe('operation order and paths', () => {
       const result = inject({ object: enabledPod(), kind: 'Pod', namespace: 'shop', owner: { kind, name: 'o' }, config: testConfig() });
       expect(`linkerd.io/proxy-${kind}` in result.added.labels, kind).toBe(labelled);
     }
+  });
+});
+
+describe('annotations the proxy does not read', () => {
+  it('change nothing in the answer, however many there are', () => {
+    const configured = {
+      'config.linkerd.io/proxy-log-level': 'debug',
+      'config.linkerd.io/opaque-ports': '3306',
+      'config.alpha.linkerd.io/proxy-wait-before-exit-seconds': '5',
+      'config.linkerd.io/no-such-setting': 'x',
+    };
+    // Parsed from JSON, as the webhook reads them: past a few hundred keys V8 keeps such a map as a dictionary.
+    const withNotes = (count: number): Obj => {
+      const annotations: Record<string, string> = {};
+      for (let i = 0; i < count; i++) annotations[`example.com/note-${i}`] = `value ${i}`;
+      return JSON.parse(JSON.stringify(enabledPod({ ...annotations, ...configured })));
+    };
+    const expected = injectPod(enabledPod(configured), undefined, { 'config.linkerd.io/proxy-cpu-request': '200m' });
+    for (const count of [1, 300, 2000]) {
+      const result = injectPod(withNotes(count), undefined, { 'config.linkerd.io/proxy-cpu-request': '200m' });
+      expect(result.patch).toEqual(expected.patch);
+      expect(result.workloadConfiguration).toEqual(expected.workloadConfiguration);
+      expect(result.warnings).toEqual(expected.warnings);
+    }
+    expect(Object.keys(expected.workloadConfiguration)).toEqual(['config.linkerd.io/proxy-log-level', 'config.linkerd.io/opaque-ports']);
+  });
+
+  it('are read in one pass that sets the inject and config.* ones apart, with every value a string', () => {
+    const r = seededRandom(21);
+    const KEYS = ['linkerd.io/inject', 'config.linkerd.io/proxy-uid', 'config.alpha.linkerd.io/x', 'config.', 'configx', 'app', 'linkerd.io/created-by', 'a/config.b'];
+    const VALUES: unknown[] = ['enabled', '', '1', 2, true, null, { a: 1 }, ['x']];
+    for (let i = 0; i < 300; i++) {
+      const map: Record<string, unknown> = {};
+      for (let k = Math.floor(r() * 8); k > 0; k--) map[KEYS[Math.floor(r() * KEYS.length)]!] = VALUES[Math.floor(r() * VALUES.length)];
+      const read = templateAnnotations(map);
+      const strings = stringMap(map);
+      expect(read.all).toEqual(strings);
+      const proxy = Object.fromEntries(Object.entries(strings).filter(([k]) => k === 'linkerd.io/inject' || k.startsWith('config.')));
+      expect(read.proxy).toEqual(proxy);
+    }
+    expect(templateAnnotations(undefined)).toEqual({ all: {}, proxy: {} });
+    expect(templateAnnotations(['config.x'])).toEqual({ all: {}, proxy: {} });
+  });
+
+  it('include every proxy annotation among the config.* ones, where the engine looks for them', () => {
+    expect([...PROXY_ANNOTATIONS, ...PROXY_ALPHA_ANNOTATIONS].filter((key) => !key.startsWith('config.'))).toEqual([]);
   });
 });
 
