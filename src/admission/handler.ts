@@ -5,8 +5,8 @@ import {
   isObject,
   locate,
   names,
+  mapValue,
   riskWarning,
-  stringMap,
   type InjectorConfig,
   type Owner,
 } from '../engine/index.js';
@@ -41,9 +41,11 @@ export type HandledAdmission =
   /** The object could not be evaluated: admitted unchanged when that is safe, denied with the reason otherwise. */
   | { kind: 'failed'; response: AdmissionResponse; failure: AdmissionFailure; owner?: Owner };
 
-const ownAnnotations = (object: Record<string, unknown>): Record<string, string> => {
+/** The object's own inject annotation, alone: all that is read of its annotations before the engine reads them. */
+const ownInjectAnnotation = (object: Record<string, unknown>): Record<string, string> => {
   const metadata = object['metadata'];
-  return stringMap(isObject(metadata) ? metadata['annotations'] : undefined);
+  const value = mapValue(isObject(metadata) ? metadata['annotations'] : undefined, names.INJECT_ANNOTATION);
+  return value === undefined ? {} : { [names.INJECT_ANNOTATION]: value };
 };
 
 /**
@@ -54,7 +56,7 @@ const ownAnnotations = (object: Record<string, unknown>): Record<string, string>
  */
 function safeToAdmitUnevaluated(kind: string, object: Record<string, unknown>, nsAnnotations: Record<string, string>, failure: AdmissionFailure): boolean {
   if (kind.toLowerCase() !== 'pod') return true;
-  const own = ownAnnotations(object);
+  const own = ownInjectAnnotation(object);
   if (failure.code === 'NAMESPACE_UNKNOWN') return own[names.INJECT_ANNOTATION] === names.INJECT_DISABLED;
   return injectAnnotationDecision('webhook', own, nsAnnotations).disabled;
 }
@@ -99,7 +101,7 @@ function controllerOf(object: Record<string, unknown>): string | undefined {
 function cacheableController(kind: string, object: Record<string, unknown>, nsAnnotations: Record<string, string>): string | undefined {
   if (kind.toLowerCase() !== 'pod') return undefined;
   const controller = controllerOf(object);
-  if (controller === undefined || injectAnnotationDecision('webhook', ownAnnotations(object), nsAnnotations).disabled) return undefined;
+  if (controller === undefined || injectAnnotationDecision('webhook', ownInjectAnnotation(object), nsAnnotations).disabled) return undefined;
   return controller;
 }
 

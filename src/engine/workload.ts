@@ -98,11 +98,20 @@ function positions(names: readonly string[]): ReadonlyMap<string, number> {
 
 function stringCopy(value: Record<string, unknown>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(value)) {
-    if (v === null || v === undefined) out[k] = '';
-    else out[k] = typeof v === 'string' ? v : typeof v === 'object' ? JSON.stringify(v) : String(v);
-  }
+  for (const [k, v] of Object.entries(value)) out[k] = asString(v);
   return out;
+}
+
+/** A map value as `stringMap` reads it. */
+const asString = (v: unknown): string =>
+  v === null || v === undefined ? '' : typeof v === 'string' ? v : typeof v === 'object' ? JSON.stringify(v) : String(v);
+
+/**
+ * One entry of an annotation or label map, as `stringMap` would read it, without a pass over the others (a pass over
+ * a map of a thousand annotations costs a hundred microseconds or more); undefined when the map does not have it.
+ */
+export function mapValue(map: unknown, key: string): string | undefined {
+  return isObject(map) && Object.hasOwn(map, key) ? asString(map[key]) : undefined;
 }
 
 function walk(root: unknown, path: readonly string[]): unknown {

@@ -4,6 +4,7 @@ import {
   inject,
   podPatch,
   prepareConfig,
+  mapValue,
   stringMap,
   trustRootSha256,
   uninject,
@@ -319,6 +320,20 @@ describe('annotations the proxy does not read', () => {
     }
     expect(templateAnnotations(undefined)).toEqual({ all: {}, proxy: {} });
     expect(templateAnnotations(['config.x'])).toEqual({ all: {}, proxy: {} });
+  });
+
+  it('are read one at a time, where one is all that is needed, as the whole map is read', () => {
+    const r = seededRandom(22);
+    const KEYS = ['linkerd.io/inject', 'config.linkerd.io/proxy-uid', 'app', 'constructor', 'toString'];
+    const VALUES: unknown[] = ['enabled', '', 2, false, null, undefined, { a: 1 }, ['x']];
+    for (let i = 0; i < 300; i++) {
+      const map: Record<string, unknown> = {};
+      for (let k = Math.floor(r() * 6); k > 0; k--) map[KEYS[Math.floor(r() * KEYS.length)]!] = VALUES[Math.floor(r() * VALUES.length)];
+      const whole = stringMap(map);
+      for (const key of KEYS) expect(mapValue(map, key)).toBe(Object.hasOwn(whole, key) ? whole[key] : undefined);
+    }
+    expect(mapValue(undefined, 'app')).toBeUndefined();
+    expect(mapValue(['x'], '0')).toBeUndefined();
   });
 
   it('include every proxy annotation among the config.* ones, where the engine looks for them', () => {
