@@ -103,10 +103,13 @@ export function trustRootSha256(pem: string): string {
 function overridable(own: Readonly<Record<string, string>>, pending: Readonly<Record<string, string>>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const key in own) {
-    if (key === INJECT_ANNOTATION || key.startsWith('config.')) out[key] = own[key] as string;
+    if (readByOverrides(key)) out[key] = own[key] as string;
   }
   return Object.assign(out, pending);
 }
+
+/** Whether the overrides read an annotation: the inject annotation and the config.* ones. */
+const readByOverrides = (key: string): boolean => key === INJECT_ANNOTATION || key.startsWith('config.');
 
 /** A template's annotations, as strings, and among them those the overrides read. */
 export interface TemplateAnnotations {
@@ -131,7 +134,7 @@ export function templateAnnotations(value: unknown): TemplateAnnotations {
       const all = stringMap(value);
       return { all, proxy: overridable(all, {}) };
     }
-    if (key === INJECT_ANNOTATION || key.startsWith('config.')) proxy[key] = text;
+    if (readByOverrides(key)) proxy[key] = text;
   }
   return { all: value as Record<string, string>, proxy };
 }
