@@ -6,13 +6,15 @@
  * serve` (dist/, --no-cluster, info logging to a pipe that is drained) are started, all pinned to CPU 0 with the
  * Dockerfile's NODE_OPTIONS, warmed up, and loaded in turn from CPU 1 by autocannon with the same keep-alive
  * connections, in rounds of about two seconds (BENCH_SECONDS per server in all) whose order rotates: a machine whose
- * load changes during the run then weighs on all alike. Each server runs as BENCH_PROCESSES processes (3), one per
- * round in turn: processes of the same build, loaded alternately, differed by as much as a fifth in CPU per admission,
- * as much as the differences being measured. Figures are the median over rounds (RSS and ready time: over processes);
- * each ratio is the median of the rounds' ratios, against the fastify floor (`ratio`) and against the bare one
- * (`ratioToBare`). Every response is checked against the answer the engine gives in this process for that request
- * (allowed, patch, warnings): a run with a single wrong or failed response is not reported. CPU per admission is read
- * from /proc (utime + stime of the server process).
+ * load changes during the run then weighs on all alike. Each round follows half a second of load that is not counted,
+ * so that a round measures a server under steady load, not one waking from its pause since its last round. Each
+ * server runs as BENCH_PROCESSES processes (3), one per round in turn: processes of the same build, loaded
+ * alternately, differed by as much as a fifth in CPU per admission, as much as the differences being measured.
+ * Figures are the median over rounds (RSS and ready time: over processes); each ratio is the median of the rounds'
+ * ratios, against the fastify floor (`ratio`) and against the bare one (`ratioToBare`). Every response is checked
+ * against the answer the engine gives in this process for that request (allowed, patch, warnings): a run with a
+ * single wrong or failed response is not reported. CPU per admission is read from /proc (utime + stime of the server
+ * process).
  *
  * Then, in this process, the time per admission (engine, patch JSON and base64, response JSON) for pods of 1, 10 and
  * 40 containers with 1, 100 and 1,000 annotations, to show how cost grows with the pod.
@@ -172,6 +174,8 @@ async function load(url, bodies, expected, duration) {
 
 /** Seconds per round: long enough for autocannon's figures, short enough that the two servers see the same load. */
 const ROUND_SECONDS = 2;
+/** Seconds of load, not counted, before each round. */
+const ROUND_WARM_UP_SECONDS = 0.5;
 const median = (xs) => {
   const sorted = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
@@ -226,6 +230,10 @@ async function compare(mix, servers, bodies, expected) {
     const order = [...servers.slice(i % servers.length), ...servers.slice(0, i % servers.length)];
     for (const s of order) {
       const instance = s.instances[i % s.instances.length];
+      // Each process has been idle since its last round (the longer, the more processes), and the injector's first
+      // half-second of load after such a pause cost it more (188 against 163 to 175 µs per `distinct` admission
+      // with eight processes); the floors' did not. Measured from steady load, as a busy webhook runs.
+      if (!check) await load(instance.url, bodies, expected, ROUND_WARM_UP_SECONDS);
       rounds[s.who].push(await round(`${mix} ${s.who}`, instance, instance.url, bodies, expected, seconds / count));
     }
   }
