@@ -4,13 +4,18 @@
  * - fastify: the same fastify and JSON parsing (secure-json-parse) a typical Node webhook would use;
  * - node: node:https alone, with JSON.parse: the transport and nothing else, the lowest a Node server can go.
  * What a floor costs is what HTTPS, HTTP, JSON parsing and writing an answer of that size cost with no injection.
- * Usage: node bench/floor-server.mjs <fastify|node> <tls dir> <answers.json> <port>; prints "listening" when ready.
+ * With a last argument of N microseconds, the node floor also keeps the CPU busy for N µs per request after parsing
+ * it, touching no memory: a server with as much work per request as the injector has in process, and nothing else.
+ * Usage: node bench/floor-server.mjs <fastify|node> <tls dir> <answers.json> <port> [busy µs per request];
+ * prints "listening" when ready.
  */
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import { join } from 'node:path';
 
-const [kind, tlsDir, answersPath, port] = process.argv.slice(2);
+const [kind, tlsDir, answersPath, port, busy] = process.argv.slice(2);
+const busyMs = Number(busy ?? 0) / 1000;
+if (!(busyMs >= 0) || (busyMs > 0 && kind !== 'node')) throw new Error(`busy time ${JSON.stringify(busy)}: expected microseconds, for the node floor`);
 const answers = new Map(Object.entries(JSON.parse(readFileSync(answersPath, 'utf8'))));
 const tls = { key: readFileSync(join(tlsDir, 'tls.key')), cert: readFileSync(join(tlsDir, 'tls.crt')), minVersion: 'TLSv1.3' };
 const LIMIT = 10 * 1024 * 1024;
@@ -38,6 +43,12 @@ if (kind === 'fastify') {
       let answer;
       try {
         answer = size <= LIMIT ? answers.get(JSON.parse(Buffer.concat(chunks, size).toString('utf8'))?.request?.uid) : undefined;
+        if (busyMs > 0) {
+          const until = performance.now() + busyMs;
+          while (performance.now() < until) {
+            // Busy on purpose: this floor stands for a server with that much work per request.
+          }
+        }
       } catch {
         answer = undefined;
       }
