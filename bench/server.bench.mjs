@@ -62,9 +62,9 @@ if (canPin && process.env['BENCH_PINNED'] === undefined) {
   process.exit(run.status ?? 1);
 }
 
-const { handleAdmission } = await import(join(root, 'dist', 'admission', 'handler.js'));
+const { answerPieces, handleAdmission } = await import(join(root, 'dist', 'admission', 'handler.js'));
 const { AnswerCache } = await import(join(root, 'dist', 'admission', 'answer-cache.js'));
-const { reviewHeadOf, reviewPieces, reviewResponse, serializeReview } = await import(join(root, 'dist', 'admission', 'review.js'));
+const { reviewResponse, serializeReview } = await import(join(root, 'dist', 'admission', 'review.js'));
 const { defaultValues, prepareConfig, withTrustAnchors } = await import(join(root, 'dist', 'engine', 'index.js'));
 
 const anchors = readFileSync(join(root, 'examples', 'trust-anchors.pem'), 'utf8');
@@ -97,9 +97,7 @@ function ownWorkMicros(bodies) {
       const review = JSON.parse(body);
       const handled = handleAdmission(review.request, withCache);
       if (handled instanceof Promise) throw new Error('bench: the handler waited on a source that answers at once');
-      const tail = handled.kind === 'evaluated' ? handled.responseTail : undefined;
-      const pieces = tail ? [reviewHeadOf(review.apiVersion, review.request.uid), tail] : reviewPieces(review.apiVersion, handled.response);
-      for (const piece of pieces) sink += piece.length;
+      for (const piece of answerPieces(review.apiVersion, review.request.uid, handled)) sink += piece.length;
     }
   };
   const micros = (pass) => {

@@ -12,8 +12,8 @@ import {
 } from '../engine/index.js';
 import { recordOf, type AdmissionRecord, type AnswerCache } from './answer-cache.js';
 import { failureOf, type AdmissionFailure } from './failures.js';
-import { allowed, boundedWarnings, denied, encodeResponseTail, patched } from './review.js';
-import type { AdmissionRequest, AdmissionResponse } from './types.js';
+import { allowed, boundedWarnings, denied, encodeResponseTail, patched, reviewHeadOf, reviewPieces } from './review.js';
+import type { AdmissionApiVersion, AdmissionRequest, AdmissionResponse } from './types.js';
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -40,6 +40,16 @@ export type HandledAdmission =
   | { kind: 'evaluated'; response: AdmissionResponse; result: AdmissionRecord; owner?: Owner; responseTail?: Buffer }
   /** The object could not be evaluated: admitted unchanged when that is safe, denied with the reason otherwise. */
   | { kind: 'failed'; response: AdmissionResponse; failure: AdmissionFailure; owner?: Owner };
+
+/**
+ * The JSON of the review that answers a handled request, in the pieces the server writes: a cached answer as its head
+ * and the tail bytes it shares with the cache, any other with its patch apart (`reviewPieces`), so that none is copied
+ * into a larger one.
+ */
+export function answerPieces(apiVersion: AdmissionApiVersion, uid: string, handled: HandledAdmission): Array<string | Buffer> {
+  const tail = handled.kind === 'evaluated' ? handled.responseTail : undefined;
+  return tail ? [reviewHeadOf(apiVersion, uid), tail] : reviewPieces(apiVersion, handled.response);
+}
 
 /** The object's own inject annotation, alone: all that is read of its annotations before the engine reads them. */
 const ownInjectAnnotation = (object: Record<string, unknown>): Record<string, string> => {

@@ -1,5 +1,5 @@
 /** Admission: an AdmissionReview in, the engine's answer out, with what metrics, logs and events need to know. */
-export { handleAdmission, type AdmissionSources, type HandledAdmission } from './handler.js';
+export { answerPieces, handleAdmission, type AdmissionSources, type HandledAdmission } from './handler.js';
 export { AnswerCache, answerKey, type CachedAnswer } from './answer-cache.js';
 export {
   ADMISSION_FAILURE_CODES,

@@ -4,8 +4,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { Logger } from 'pino';
 import secureJson from 'secure-json-parse';
 import {
-  reviewHeadOf,
-  reviewPieces,
+  answerPieces,
   handleAdmission,
   parseReview,
   ReviewError,
@@ -121,11 +120,8 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
 
   /** Writes the answer to an admission the handler has dealt with, and says what was done. */
   const send = (response: ServerResponse, apiVersion: AdmissionApiVersion, admission: AdmissionRequest, handled: HandledAdmission, started: number, debug: boolean): void => {
-    // The answer is written in pieces so that none is copied into a larger one: a cached answer as its head and the
-    // tail bytes it shares with the cache, any other with its patch apart. node:http corks the socket at the first
-    // write until the next tick, so the pieces still leave in one TLS write.
-    const tail = handled.kind === 'evaluated' ? handled.responseTail : undefined;
-    const pieces: Array<string | Buffer> = tail ? [reviewHeadOf(apiVersion, admission.uid), tail] : reviewPieces(apiVersion, handled.response);
+    // node:http corks the socket at the first write until the next tick, so the pieces still leave in one TLS write.
+    const pieces = answerPieces(apiVersion, admission.uid, handled);
     metrics.record(handled, admission.namespace ?? '', (performance.now() - started) / 1e3);
     logAdmission(logger, infoLine, debug, admission, handled);
     options.onAdmitted?.(handled, admission);
