@@ -74,3 +74,12 @@ describe('chart values documentation', () => {
     expect(missing).toEqual([]);
   });
 });
+
+describe('chart defaults that the image depends on', () => {
+  it('nodeOptions is the NODE_OPTIONS of the Dockerfile, with which the image builds its code cache', () => {
+    const dockerfile = readFileSync(join(CHART, '../../Dockerfile'), 'utf8');
+    const image = /^ENV NODE_OPTIONS="([^"]*)"$/m.exec(dockerfile)?.[1];
+    expect(image).toMatch(/--max-semi-space-size=\d+/);
+    expect((parse(valuesText) as { nodeOptions?: unknown }).nodeOptions).toBe(image);
+  });
+});
