@@ -99,7 +99,7 @@ const DURATION_BOUNDS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.
  */
 class DurationHistogram {
   readonly name = 'proxy_inject_admission_duration_seconds';
-  readonly help = 'Time to answer an admission request, from a decoded body to an encoded response, by outcome.';
+  readonly help = 'Time to answer an admission request, from its body read to its response encoded, by outcome.';
   readonly type = 'histogram';
   readonly aggregator = 'sum';
   private readonly byOutcome = new Map<string, { counts: number[]; sum: number; count: number }>();

@@ -105,6 +105,25 @@ function parseJson(text: string): unknown {
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+/** A review's body, read and waiting for the rest of its turn's reviews. */
+interface Arrival {
+  response: ServerResponse;
+  text: string;
+  /** When its body was read (performance.now()): its answer's duration is counted from here. */
+  read: number;
+}
+
+/** A review that parsed, waiting to be handled. */
+interface ParsedArrival {
+  response: ServerResponse;
+  apiVersion: AdmissionApiVersion;
+  admission: AdmissionRequest;
+  read: number;
+}
+
+/** Body text answered in one group, in characters (see answerArrived): dozens of ordinary pods, or five with 40 containers. */
+const GROUP_BYTES = 64 * 1024;
+
 export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   const { logger, metrics, sources } = options;
   const infoLine = infoLineOf(logger);
@@ -140,38 +159,101 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     else response.destroy();
   };
 
-  /** Answers a review's text; synchronously when the handler answers at once, after it otherwise. */
-  const answer = (response: ServerResponse, text: string): void => {
-    if (text.length === 0) return refuse(response, 400, 'the body is empty', 'empty_body');
+  /** A review's text, parsed and checked; undefined when it was refused instead (and the refusal sent). */
+  const parse = ({ response, text, read }: Arrival, debug: boolean): ParsedArrival | undefined => {
+    if (text.length === 0) return void refuse(response, 400, 'the body is empty', 'empty_body');
     let body: unknown;
     try {
       body = parseJson(text);
     } catch {
-      return refuse(response, 400, 'the body is not valid JSON', 'invalid_json');
+      return void refuse(response, 400, 'the body is not valid JSON', 'invalid_json');
     }
     let parsed;
     try {
       parsed = parseReview(body);
     } catch (err) {
-      if (err instanceof ReviewError) return refuse(response, err.statusCode, err.message, 'invalid_review');
+      if (err instanceof ReviewError) return void refuse(response, err.statusCode, err.message, 'invalid_review');
       throw err;
     }
     const { apiVersion, request: admission } = parsed;
     // At info the line that says what was done carries the review's identity too: one line per admission, not two.
-    const debug = logger.isLevelEnabled('debug');
     if (debug) {
       logger.debug(
         { uid: admission.uid, operation: admission.operation, dryRun: admission.dryRun === true },
         `received admission review request "${admission.uid}" for ${admission.kind.kind.toLowerCase()}/${admission.namespace ?? ''}/${admission.name || objectName(admission.object) || '(generated name)'}`,
       );
     }
-    const started = performance.now();
-    const handled = handleAdmission(admission, sources);
-    if (handled instanceof Promise) {
-      handled.then((done) => send(response, apiVersion, admission, done, started, debug)).catch((err: unknown) => failedToAnswer(response, err));
-    } else {
-      send(response, apiVersion, admission, handled, started, debug);
+    return { response, apiVersion, admission, read };
+  };
+
+  /**
+   * Answers reviews arrived[start..end): every one parsed, then every one handled, then every answer sent (each step
+   * of one review on its own, so that one that fails is answered with its error and the others as usual). Sends the
+   * answer at once when the handler answers at once, after it otherwise.
+   */
+  const answerGroup = (arrived: Arrival[], start: number, end: number): void => {
+    const debug = logger.isLevelEnabled('debug');
+    const parsed: ParsedArrival[] = [];
+    for (let i = start; i < end; i++) {
+      const arrival = arrived[i] as Arrival;
+      try {
+        const one = parse(arrival, debug);
+        if (one !== undefined) parsed.push(one);
+      } catch (err) {
+        failedToAnswer(arrival.response, err);
+      }
     }
+    const handled: Array<HandledAdmission | Promise<HandledAdmission> | undefined> = [];
+    for (const { response, admission } of parsed) {
+      try {
+        handled.push(handleAdmission(admission, sources));
+      } catch (err) {
+        handled.push(undefined);
+        failedToAnswer(response, err);
+      }
+    }
+    for (let i = 0; i < parsed.length; i++) {
+      const { response, apiVersion, admission, read } = parsed[i] as ParsedArrival;
+      const one = handled[i];
+      if (one === undefined) continue;
+      if (one instanceof Promise) {
+        one.then((done) => send(response, apiVersion, admission, done, read, debug)).catch((err: unknown) => failedToAnswer(response, err));
+        continue;
+      }
+      try {
+        send(response, apiVersion, admission, one, read, debug);
+      } catch (err) {
+        failedToAnswer(response, err);
+      }
+    }
+  };
+
+  /**
+   * Reviews whose bodies were read in this turn of the event loop, answered together once the turn's reading is done.
+   * Under load many connections have a review ready in one turn. Answered one at a time, each review's parsing, engine
+   * run and TLS write came right after the previous review's, and each step found the processor's caches holding the
+   * other steps' code and data: an engine run cost about four times what it costs in a loop, the patch's serialisation
+   * nearly three times. Taken step by step over a group, the steps follow their own kind; for pods that differ
+   * (`distinct` in bench:server, Node 24) an admission took 120 µs of CPU instead of 154. A group holds at most
+   * GROUP_BYTES of body text (and at least one review), so that the parsed reviews it holds at once stay a small part of
+   * the young generation. A lone review waits for one setImmediate.
+   */
+  let arrived: Arrival[] = [];
+  const answerArrived = (): void => {
+    const reviews = arrived;
+    arrived = [];
+    let start = 0;
+    while (start < reviews.length) {
+      let end = start + 1;
+      let bytes = (reviews[start] as Arrival).text.length;
+      while (end < reviews.length && bytes + (reviews[end] as Arrival).text.length <= GROUP_BYTES) bytes += (reviews[end++] as Arrival).text.length;
+      answerGroup(reviews, start, end);
+      start = end;
+    }
+  };
+  const arrive = (response: ServerResponse, text: string): void => {
+    arrived.push({ response, text, read: performance.now() });
+    if (arrived.length === 1) setImmediate(answerArrived);
   };
 
   const handle: RequestHandler = (request, response) => {
@@ -187,11 +269,7 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     if (Number(request.headers['content-length'] ?? 0) > MAX_BODY_BYTES) return refuse(response, 413, tooLarge, 'body_too_large', true);
     readBody(request, MAX_BODY_BYTES, (text) => {
       if (text === undefined) return refuse(response, 413, tooLarge, 'body_too_large', true);
-      try {
-        answer(response, text);
-      } catch (err) {
-        failedToAnswer(response, err);
-      }
+      arrive(response, text);
     });
   };
 

@@ -145,7 +145,7 @@ describe('the admission duration histogram', () => {
     const registry = new Registry();
     const reference = new Histogram({
       name: 'proxy_inject_admission_duration_seconds',
-      help: 'Time to answer an admission request, from a decoded body to an encoded response, by outcome.',
+      help: 'Time to answer an admission request, from its body read to its response encoded, by outcome.',
       labelNames: ['outcome'],
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],

@@ -299,6 +299,99 @@ describe('an answer that cannot be written', () => {
   });
 });
 
+describe('reviews that arrive together', () => {
+  /** Posts every body at once: their bodies are read in one turn of the event loop. */
+  const together = (app: WebhookApp, bodies: unknown[]) => Promise.all(bodies.map((b) => post(app, b)));
+
+  /** Pods that differ in their answer: each skips a different outbound port, and every third is not injected. */
+  const reviews = (count: number) =>
+    Array.from({ length: count }, (_, i) =>
+      admissionReview(pod({ annotations: { 'linkerd.io/inject': i % 3 === 2 ? 'disabled' : 'enabled', 'config.linkerd.io/skip-outbound-ports': String(4000 + i) } }), {
+        uid: `u-${i}`,
+      }),
+    );
+
+  it('get each its own answer, the same as when posted alone, with refusals among them', async () => {
+    const { app } = setup();
+    const pods = reviews(24);
+    const alone: string[] = [];
+    for (const review of pods) alone.push((await post(app, review)).body);
+    const refused = ['', '{', JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'Other' })];
+    const answers = await together(app, [...pods.slice(0, 12), ...refused, ...pods.slice(12)]);
+    const bodies = answers.map((a) => a.body);
+    expect([...bodies.slice(0, 12), ...bodies.slice(15)]).toEqual(alone);
+    expect(answers.slice(12, 15).map((a) => [a.statusCode, a.body])).toEqual([
+      [400, 'the body is empty\n'],
+      [400, 'the body is not valid JSON\n'],
+      [400, 'unsupported kind "Other": expected AdmissionReview\n'],
+    ]);
+    // The answers differ from each other: a mix-up between reviews could not pass for them.
+    expect(new Set(alone).size).toBe(24);
+    expect(decodedPatch(JSON.parse(alone[5] as string)).length).toBe(0);
+    expect(JSON.stringify(decodedPatch(JSON.parse(alone[7] as string)))).toContain('4007');
+  });
+
+  /** An app that records, in order, when a review is handled (its configuration read) and when its answer is sent. */
+  function recording(logger = silent) {
+    const steps: string[] = [];
+    const config = testConfig();
+    const app = buildWebhookApp({
+      sources: {
+        config: () => {
+          steps.push('handled');
+          return config;
+        },
+        namespaceAnnotations: () => undefined,
+      },
+      metrics: new InjectorMetrics({ processMetrics: false }),
+      logger,
+      onAdmitted: (_handled, request) => {
+        steps.push('sent');
+        if (request.uid === 'u-4') throw new Error('the event queue is broken');
+      },
+    });
+    apps.push(app);
+    return { app, steps };
+  }
+
+  it('are all handled before any is answered', async () => {
+    const { app, steps } = recording();
+    await together(app, reviews(3));
+    expect(steps).toEqual(['handled', 'handled', 'handled', 'sent', 'sent', 'sent']);
+    steps.length = 0;
+    await post(app, reviews(1)[0]);
+    expect(steps).toEqual(['handled', 'sent']);
+  });
+
+  it('are handled in groups of at most 64 KiB of bodies', async () => {
+    const { app, steps } = recording();
+    const pods = reviews(4);
+    for (const review of pods.slice(0, 2)) review['request'].object.metadata.annotations['example.com/notes'] = 'x'.repeat(40 * 1024);
+    const answers = await together(app, pods);
+    expect(answers.map((a) => a.json().response.uid)).toEqual(['u-0', 'u-1', 'u-2', 'u-3']);
+    // Two bodies of 40 KiB do not fit in one group; the second and the two small ones after it do.
+    expect(steps).toEqual(['handled', 'sent', 'handled', 'handled', 'handled', 'sent', 'sent', 'sent']);
+  });
+
+  it('one whose answer cannot be written gets a 500; the others in its group are answered', async () => {
+    const lines: Array<{ msg: string }> = [];
+    const { app } = recording(pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as (typeof lines)[number]) }));
+    const answers = await together(app, reviews(8));
+    expect(answers.map((a) => a.statusCode)).toEqual([200, 200, 200, 200, 500, 200, 200, 200]);
+    expect(answers.map((a) => (a.statusCode === 200 ? a.json().response.uid : a.body))).toEqual([
+      'u-0',
+      'u-1',
+      'u-2',
+      'u-3',
+      'internal error while answering the request\n',
+      'u-5',
+      'u-6',
+      'u-7',
+    ]);
+    expect(lines.filter((l) => l.msg === 'failed to answer admission request')).toHaveLength(1);
+  });
+});
+
 describe('a namespace whose annotations cannot be read', () => {
   const unknown = () => Promise.reject(new SourceUnavailableError('NAMESPACE_UNKNOWN', 'the annotations of namespace shop are not known yet (timeout)'));
 
