@@ -114,11 +114,9 @@ interface Arrival {
 }
 
 /** A review that parsed, waiting to be handled. */
-interface ParsedArrival {
-  response: ServerResponse;
+interface ParsedArrival extends Omit<Arrival, 'text'> {
   apiVersion: AdmissionApiVersion;
   admission: AdmissionRequest;
-  read: number;
 }
 
 /** Body text answered in one group, in characters (see answerArrived): dozens of ordinary pods, or five with 40 containers. */
@@ -187,15 +185,14 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   };
 
   /**
-   * Answers reviews arrived[start..end): every one parsed, then every one handled, then every answer sent (each step
-   * of one review on its own, so that one that fails is answered with its error and the others as usual). Sends the
-   * answer at once when the handler answers at once, after it otherwise.
+   * Answers a group of reviews: every one parsed, then every one handled, then every answer sent (each step of one
+   * review on its own, so that one that fails is answered with its error and the others as usual). Sends the answer at
+   * once when the handler answers at once, after it otherwise.
    */
-  const answerGroup = (arrived: Arrival[], start: number, end: number): void => {
+  const answerGroup = (group: Arrival[]): void => {
     const debug = logger.isLevelEnabled('debug');
     const parsed: ParsedArrival[] = [];
-    for (let i = start; i < end; i++) {
-      const arrival = arrived[i] as Arrival;
+    for (const arrival of group) {
       try {
         const one = parse(arrival, debug);
         if (one !== undefined) parsed.push(one);
@@ -203,25 +200,22 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
         failedToAnswer(arrival.response, err);
       }
     }
-    const handled: Array<HandledAdmission | Promise<HandledAdmission> | undefined> = [];
-    for (const { response, admission } of parsed) {
+    const handled: Array<{ review: ParsedArrival; answer: HandledAdmission | Promise<HandledAdmission> }> = [];
+    for (const review of parsed) {
       try {
-        handled.push(handleAdmission(admission, sources));
+        handled.push({ review, answer: handleAdmission(review.admission, sources) });
       } catch (err) {
-        handled.push(undefined);
-        failedToAnswer(response, err);
+        failedToAnswer(review.response, err);
       }
     }
-    for (let i = 0; i < parsed.length; i++) {
-      const { response, apiVersion, admission, read } = parsed[i] as ParsedArrival;
-      const one = handled[i];
-      if (one === undefined) continue;
-      if (one instanceof Promise) {
-        one.then((done) => send(response, apiVersion, admission, done, read, debug)).catch((err: unknown) => failedToAnswer(response, err));
+    for (const { review, answer } of handled) {
+      const { response, apiVersion, admission, read } = review;
+      if (answer instanceof Promise) {
+        answer.then((done) => send(response, apiVersion, admission, done, read, debug)).catch((err: unknown) => failedToAnswer(response, err));
         continue;
       }
       try {
-        send(response, apiVersion, admission, one, read, debug);
+        send(response, apiVersion, admission, answer, read, debug);
       } catch (err) {
         failedToAnswer(response, err);
       }
@@ -242,14 +236,18 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   const answerArrived = (): void => {
     const reviews = arrived;
     arrived = [];
-    let start = 0;
-    while (start < reviews.length) {
-      let end = start + 1;
-      let bytes = (reviews[start] as Arrival).text.length;
-      while (end < reviews.length && bytes + (reviews[end] as Arrival).text.length <= GROUP_BYTES) bytes += (reviews[end++] as Arrival).text.length;
-      answerGroup(reviews, start, end);
-      start = end;
+    let group: Arrival[] = [];
+    let bytes = 0;
+    for (const review of reviews) {
+      if (group.length > 0 && bytes + review.text.length > GROUP_BYTES) {
+        answerGroup(group);
+        group = [];
+        bytes = 0;
+      }
+      group.push(review);
+      bytes += review.text.length;
     }
+    answerGroup(group);
   };
   const arrive = (response: ServerResponse, text: string): void => {
     arrived.push({ response, text, read: performance.now() });
