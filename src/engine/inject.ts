@@ -9,6 +9,7 @@ import {
   PROXY_ANNOTATIONS,
   PROXY_LABEL_PREFIX,
   PROXY_VERSION_ANNOTATION,
+  TRACING_ATTRIBUTE_PREFIX,
   TRUST_ROOT_SHA256_ANNOTATION,
   WORKLOAD_NS_LABEL,
 } from './names.js';
@@ -96,9 +97,9 @@ export function trustRootSha256(pem: string): string {
 }
 
 /**
- * The annotations the overrides read (the inject annotation and config.*), the pending ones winning. Only those are
- * copied: spreading every annotation of a pod with a thousand of them into a new object cost more than the rest of
- * the patch.
+ * The annotations the overrides read (the inject annotation, config.* and the OpenTelemetry resource attributes that
+ * tracing adds), the pending ones winning. Only those are copied: spreading every annotation of a pod with a thousand
+ * of them into a new object cost more than the rest of the patch.
  */
 function overridable(own: Readonly<Record<string, string>>, pending: Readonly<Record<string, string>>): Record<string, string> {
   const out: Record<string, string> = {};
@@ -108,13 +109,13 @@ function overridable(own: Readonly<Record<string, string>>, pending: Readonly<Re
   return Object.assign(out, pending);
 }
 
-/** Whether the overrides read an annotation: the inject annotation and the config.* ones. */
-const readByOverrides = (key: string): boolean => key === INJECT_ANNOTATION || key.startsWith('config.');
+/** Whether the overrides read an annotation: the inject annotation, the config.* ones and tracing's resource.opentelemetry.io/*. */
+const readByOverrides = (key: string): boolean => key === INJECT_ANNOTATION || key.startsWith('config.') || key.startsWith(TRACING_ATTRIBUTE_PREFIX);
 
 /** A template's annotations, as strings, and among them those the overrides read. */
 export interface TemplateAnnotations {
   all: Readonly<Record<string, string>>;
-  /** The inject annotation and the config.* ones. */
+  /** The inject annotation, the config.* ones and tracing's resource attributes. */
   proxy: Readonly<Record<string, string>>;
 }
 

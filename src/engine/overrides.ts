@@ -1,5 +1,5 @@
 /** Workload and namespace annotations applied over the Linkerd values: the per-pod configuration of the proxy. */
-import { ANNOTATIONS, INJECT_ANNOTATION, INJECT_INGRESS, NAMESPACE_INHERITED_ANNOTATIONS } from './names.js';
+import { ANNOTATIONS, INJECT_ANNOTATION, INJECT_INGRESS, NAMESPACE_INHERITED_ANNOTATIONS, TRACING_ATTRIBUTE_PREFIX } from './names.js';
 import type { EnvVar } from './k8s.js';
 import { OVERRIDE_RULES, overrideRule, parseAdditionalEnv, type OverrideRule, type OverrideTarget } from './override-rules.js';
 import { memoizeText } from './memo.js';
@@ -206,19 +206,19 @@ function ruleFor<T>(annotation: string): OverrideRule<T> {
   return rule as OverrideRule<T>;
 }
 
-const OTEL_PREFIX = 'resource.opentelemetry.io/';
-
-/** Tracing attributes from OpenTelemetry resource annotations and the workload's instance or name label. */
+/**
+ * Tracing attributes from OpenTelemetry resource annotations and the workload's instance or name label, as Linkerd
+ * sets them: the instance label wins whenever it is there, even empty (an empty `service.name=`), and an annotation
+ * named by the prefix alone gives an attribute with an empty name.
+ */
 function applyTracing(
   traceLabels: Record<string, string>,
   annotations: Record<string, string>,
   labels: Record<string, string>,
 ): void {
   const service = labels['app.kubernetes.io/instance'] ?? labels['app.kubernetes.io/name'];
-  if (service !== undefined && service !== '') traceLabels['service.name'] = service;
-  for (const [key, value] of Object.entries(annotations)) {
-    if (key.startsWith(OTEL_PREFIX) && key.length > OTEL_PREFIX.length) {
-      traceLabels[key.slice(OTEL_PREFIX.length)] = value;
-    }
+  if (service !== undefined) traceLabels['service.name'] = service;
+  for (const key in annotations) {
+    if (key.startsWith(TRACING_ATTRIBUTE_PREFIX)) traceLabels[key.slice(TRACING_ATTRIBUTE_PREFIX.length)] = annotations[key] as string;
   }
 }

@@ -485,6 +485,29 @@ describe('decisions from the webhook', () => {
     expect(injectPod(p).workloadConfiguration).toEqual({ 'config.linkerd.io/proxy-cpu-request': '100m' });
   });
 
+  describe('tracing attributes, as Linkerd adds them to a pod it injects', () => {
+    const tracing = (v: LinkerdValues) => {
+      v.proxy.tracing = { ...v.proxy.tracing!, enabled: true, collector: { endpoint: 'c:4317', meshIdentity: { serviceAccountName: 'c', namespace: 'o' } } };
+    };
+    const attributes = (p: Obj): string | undefined => {
+      const after = applied(p, injectPod(p, tracing).patch) as Obj;
+      return after.spec.containers[0].env.find((e: Obj) => e.name === 'LINKERD2_PROXY_TRACE_EXTRA_ATTRIBUTES')?.value;
+    };
+    const fixed = 'k8s.container.name=$(_pod_containerName)\nk8s.pod.ip=$(_pod_ip)\nk8s.pod.uid=$(_pod_uid)\n';
+
+    it('from the pod’s resource.opentelemetry.io/* annotations, whatever else it carries, and its name label', () => {
+      const p = enabledPod({ 'resource.opentelemetry.io/team': 'payments', 'resource.opentelemetry.io/env': 'prod', 'example.com/other': 'x' });
+      p['metadata'].labels = { 'app.kubernetes.io/name': 'web' };
+      expect(attributes(p)).toBe(`env=prod\n${fixed}service.name=web\nteam=payments\n`);
+    });
+
+    it('an instance label wins even when empty, and the bare prefix names an empty attribute', () => {
+      const p = enabledPod({ 'resource.opentelemetry.io/': 'bare' });
+      p['metadata'].labels = { 'app.kubernetes.io/instance': '', 'app.kubernetes.io/name': 'web' };
+      expect(attributes(p)).toBe(`=bare\n${fixed}service.name=\n`);
+    });
+  });
+
   it('Services get the opaque-ports annotation from the namespace or the defaults, never a proxy', () => {
     const svc = { apiVersion: 'v1', kind: 'Service', metadata: { name: 's', annotations: {} }, spec: { ports: [{ port: 5432 }] } };
     const result = inject({ object: svc, kind: 'Service', config: testConfig() });
