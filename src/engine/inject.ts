@@ -14,7 +14,7 @@ import {
   WORKLOAD_NS_LABEL,
 } from './names.js';
 import { firstContainer, report, type AnnotationAt, type Origin, type SkipReason } from './decision.js';
-import { isObject, type Json, type PodSpec, type PodTemplate, type ServicePort } from './k8s.js';
+import { emptyMetadata, hasItems, hasKeys, isObject, type Json, type PodSpec, type PodTemplate, type ServicePort } from './k8s.js';
 import { applyOverrides, inheritedNamespaceAnnotations } from './overrides.js';
 import { add, addMapEntries, opaquePortsAnnotationPatch, type AddOperation } from './patch.js';
 import { defaultOpaquePortsForPod, defaultOpaquePortsForService, inboundPorts, namedPorts } from './ports.js';
@@ -194,13 +194,15 @@ export function podPatch(input: PodPatchInput): PodPatch {
     prepared?.trustRootPEM === values.identityTrustAnchorsPEM ? prepared.trustRootSha256 : trustRootSha256(values.identityTrustAnchorsPEM);
 
   const ops: AddOperation[] = [];
-  if (!metadata) ops.push(add(`${P}/metadata`, {}));
-  addMapEntries(`${P}/metadata/annotations`, annotations, isObject(metadata?.annotations), ops);
-  addMapEntries(`${P}/metadata/labels`, labels, isObject(metadata?.labels), ops);
+  // Each list or map is added first when absent or empty, as Linkerd decides by length: the pod is the same either way.
+  const rootMetadata = emptyMetadata(template.metadata);
+  if (rootMetadata) ops.push(add(`${P}/metadata`, {}));
+  addMapEntries(`${P}/metadata/annotations`, annotations, !rootMetadata && hasKeys(metadata?.annotations), ops);
+  addMapEntries(`${P}/metadata/labels`, labels, !rootMetadata && hasKeys(metadata?.labels), ops);
 
   if (!isObject(template.spec)) ops.push(add(`${P}/spec`, {}));
-  if (!Array.isArray(spec.volumes)) ops.push(add(`${P}/spec/volumes`, []));
-  if (!inits) ops.push(add(`${P}/spec/initContainers`, []));
+  if (!hasItems(spec.volumes)) ops.push(add(`${P}/spec/volumes`, []));
+  if (!hasItems(inits)) ops.push(add(`${P}/spec/initContainers`, []));
   if (!apps) ops.push(add(`${P}/spec/containers`, []));
 
   const native = proxy.nativeSidecar;
@@ -477,7 +479,7 @@ export function opaquePortsPatch(
   const metadata = isObject(object['metadata']) ? object['metadata'] : {};
   const annotations = stringMap(metadata['annotations']);
   if (ANNOTATIONS.opaquePorts in annotations) return [];
-  const has = { metadata: isObject(object['metadata']), annotations: isObject(metadata['annotations']) };
+  const has = { metadata: isObject(object['metadata']), annotations: hasKeys(metadata['annotations']) };
   // The namespace's value is copied as it is, even when empty: the key's presence is what counts.
   if (ANNOTATIONS.opaquePorts in namespaceAnnotations) {
     return opaquePortsAnnotationPatch(namespaceAnnotations[ANNOTATIONS.opaquePorts] ?? '', has);

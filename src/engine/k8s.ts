@@ -92,6 +92,34 @@ export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** Whether a value is a map with at least one key, as Linkerd's `len(map) > 0`. */
+export function hasKeys(value: unknown): boolean {
+  if (!isObject(value)) return false;
+  for (const _ in value) return true;
+  return false;
+}
+
+/** Whether a value is a list with at least one item, as Linkerd's `len(list) > 0`. */
+export function hasItems(value: unknown): boolean {
+  return Array.isArray(value) && value.length > 0;
+}
+
+/**
+ * Whether metadata is empty as Linkerd's injector sees it: absent, or holding only null, empty strings, zeros and an
+ * empty annotations map (Linkerd decodes it, makes a missing annotations map an empty one, and compares the result
+ * with empty metadata). An empty labels map or list counts as present, as a decoded empty map or list does there.
+ */
+export function emptyMetadata(value: unknown): boolean {
+  if (!isObject(value)) return true;
+  for (const key in value) {
+    const field = value[key];
+    if (field === null || field === '' || field === 0) continue;
+    if (key === 'annotations' && isObject(field) && !hasKeys(field)) continue;
+    return false;
+  }
+  return true;
+}
+
 /** The object entries of a list field (containers, ports, mounts); anything else in a malformed manifest is skipped. */
 export function objectsIn<T extends object>(value: unknown): T[] {
   return Array.isArray(value) ? (value.filter(isObject) as T[]) : [];

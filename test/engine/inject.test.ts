@@ -513,7 +513,33 @@ describe('decisions from the webhook', () => {
     const result = inject({ object: svc, kind: 'Service', config: testConfig() });
     expect(result.outcome).toBe('annotated');
     expect(result.reasons.map((r) => r.code)).toEqual(['unsupported_resource']);
-    expect(result.patch).toEqual([{ op: 'add', path: '/metadata/annotations/config.linkerd.io~1opaque-ports', value: '5432' }]);
+    // An empty annotations map is added again first, as Linkerd decides by its length.
+    expect(result.patch).toEqual([
+      { op: 'add', path: '/metadata/annotations', value: {} },
+      { op: 'add', path: '/metadata/annotations/config.linkerd.io~1opaque-ports', value: '5432' },
+    ]);
+    const annotated = { ...svc, metadata: { name: 's', annotations: { other: 'x' } } };
+    expect(inject({ object: annotated, kind: 'Service', config: testConfig() }).patch.map((op) => op.path)).toEqual(['/metadata/annotations/config.linkerd.io~1opaque-ports']);
+  });
+
+  it('adds maps and lists that are present but empty first, as Linkerd does, which leaves the same pod', () => {
+    const nsEnabled = (p: Obj) => injectPod(p, undefined, { 'linkerd.io/inject': 'enabled' });
+    const roots = (p: Obj) => nsEnabled(p).patch.map((op) => op.path).filter((path) => !/\/(-|\d+|[^/]*~1[^/]*)$/.test(path));
+    const bare: Obj = { metadata: { name: 'web', namespace: 'shop' }, spec: { containers: [{ name: 'app', image: 'a' }] } };
+    const empty: Obj = {
+      metadata: { ...bare['metadata'], annotations: {}, labels: {} },
+      spec: { ...bare['spec'], volumes: [], initContainers: [] },
+    };
+    for (const p of [bare, empty]) {
+      expect(roots(p)).toEqual(['/metadata/annotations', '/metadata/labels', '/spec/volumes', '/spec/initContainers']);
+    }
+    expect(applied(empty, nsEnabled(empty).patch)).toEqual(applied(bare, nsEnabled(bare).patch));
+    // Metadata that Linkerd reads as empty (nulls, empty strings, an empty annotations map) is replaced whole.
+    for (const metadata of [undefined, {}, { annotations: {} }, { name: '', creationTimestamp: null }]) {
+      const p = { spec: { containers: [{ name: 'app', image: 'a' }] }, ...(metadata && { metadata }) };
+      expect(roots(p)[0], JSON.stringify(metadata)).toBe('/metadata');
+    }
+    expect(roots({ metadata: { labels: {} }, spec: { containers: [] } })).not.toContain('/metadata');
   });
 });
 
