@@ -4,6 +4,9 @@
  * - rollout:  pods of one Deployment's ReplicaSet, identical but for their uid (as kube-apiserver sends them: the
  *             name is generated after admission) and, to be harder than reality, a name of their own;
  * - distinct: every pod different: container counts, ports, and annotations from the whole config.linkerd.io/* set;
+ * - owned:    the distinct pods, each made by a Job of its own, as most pods of a cluster come (a Job, a CronJob's run,
+ *             a Deployment of one replica: one pod per controller and template), so that none is answered from the
+ *             cache of rollout answers and each goes through it;
  * - skip:     pods nobody asked to mesh (the common case in a cluster where few namespaces are meshed);
  * - large:    a pod with 40 containers, 200 ports and 100 annotations.
  */
@@ -101,6 +104,19 @@ function distinct(count, seed = 1) {
   });
 }
 
+function owned(count) {
+  return distinct(count).map((text, i) => {
+    const review = JSON.parse(text);
+    const metadata = review.request.object.metadata;
+    const controllerUid = `c0c0c0c0-${String(i).padStart(4, '0')}-4000-8000-000000000000`;
+    metadata.name = review.request.name = `job-${i}-x7k2q`;
+    metadata.labels = { ...metadata.labels, 'batch.kubernetes.io/controller-uid': controllerUid, 'batch.kubernetes.io/job-name': `job-${i}` };
+    metadata.ownerReferences = [{ apiVersion: 'batch/v1', kind: 'Job', name: `job-${i}`, uid: controllerUid, controller: true, blockOwnerDeletion: true }];
+    review.request.uid = uid('owned', i);
+    return JSON.stringify(review);
+  });
+}
+
 function skip(count) {
   const pod = template();
   delete pod.metadata.annotations;
@@ -131,4 +147,4 @@ function large(count) {
   });
 }
 
-export const MIXES = { rollout, distinct, skip, large };
+export const MIXES = { rollout, distinct, owned, skip, large };

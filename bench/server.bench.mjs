@@ -27,7 +27,7 @@
  * answers, and the injector's ratios to it are reported too. That is how a change is measured against the build before
  * it, in one run: two runs of this benchmark an hour apart differ by more than most changes.
  *
- * Environment: BENCH_SECONDS (10), BENCH_CONNECTIONS (16), BENCH_MIXES (rollout,distinct,skip,large),
+ * Environment: BENCH_SECONDS (10), BENCH_CONNECTIONS (16), BENCH_MIXES (rollout,distinct,owned,skip,large),
  * BENCH_REQUESTS (distinct requests per mix, 500), BENCH_PROCESSES (3), BENCH_BASELINE (unset), BENCH_CHECK=1 (CI: one
  * second per server and one process each, correctness only, no figures printed as results), BENCH_JSON (write the
  * figures there, e.g. bench/results/server.json).
@@ -46,7 +46,7 @@ const check = process.env['BENCH_CHECK'] === '1';
 const seconds = check ? 1 : Number(process.env['BENCH_SECONDS'] ?? '10');
 const connections = Number(process.env['BENCH_CONNECTIONS'] ?? '16');
 const requestsPerMix = Number(process.env['BENCH_REQUESTS'] ?? (check ? '100' : '500'));
-const mixes = (process.env['BENCH_MIXES'] ?? 'rollout,distinct,skip,large').split(',');
+const mixes = (process.env['BENCH_MIXES'] ?? 'rollout,distinct,owned,skip,large').split(',');
 const processes = check ? 1 : Math.max(1, Number(process.env['BENCH_PROCESSES'] ?? '3'));
 const baseline = process.env['BENCH_BASELINE'] ? resolve(process.env['BENCH_BASELINE']) : undefined;
 if (baseline !== undefined && !existsSync(join(baseline, 'cli', 'main.js'))) {

@@ -6,7 +6,10 @@
  * namespace, the namespace's annotations and the owner; entries live per configuration object, so a configuration
  * change (a new object) never meets an answer computed for the old one. Bounded: the least recently used entry goes
  * first. A pod is first compared, value by value, with the entry last answered for its controller: for the pods of a
- * rollout that spares serialising and hashing a key of a kilobyte or more for each.
+ * rollout that spares serialising and hashing a key of a kilobyte or more for each. A controller's first pod is
+ * answered without a key or an entry: most controllers make a single pod of a template (a Job, a CronJob's run, a
+ * Deployment of one replica), and keying and keeping an answer nobody asks for again cost about as much as computing
+ * it, most of it in the garbage collector moving the entry out of the young generation.
  */
 import { isObject, type InjectionResult, type InjectorConfig, type Owner } from '../engine/index.js';
 
@@ -35,6 +38,13 @@ export interface CachedAnswer {
 
 /** Entries per configuration: enough for every workload rolling out at once in a large cluster, a few MiB at most. */
 const DEFAULT_MAX_ENTRIES = 64;
+/**
+ * Controllers remembered per entry allowed: each holds the key last answered for it, or SEEN. A controller forgotten
+ * meanwhile only has its next pod answered without the cache again.
+ */
+const CONTROLLERS_PER_ENTRY = 4;
+/** What is remembered for a controller whose first pod was answered without a key: no key is empty. */
+const SEEN = '';
 /** Objects whose key is longer than this are not cached: they are rare, and would crowd out many ordinary ones. */
 const MAX_KEY_LENGTH = 256 * 1024;
 
@@ -54,7 +64,8 @@ export interface AnswerQuestion {
   owner: Owner | undefined;
   /**
    * Which controller made the object (its controller reference's uid): the cache first compares the object with the
-   * answer last given for that controller, which for the pods of a rollout spares serialising and hashing the key.
+   * answer last given for that controller, which for the pods of a rollout spares serialising and hashing the key, and
+   * does not key a controller's first pod at all.
    */
   controller: string;
 }
@@ -209,7 +220,10 @@ interface Entry {
   answer: CachedAnswer;
 }
 
-/** What the cache holds for one configuration: entries by key, and the key last answered for each controller. */
+/**
+ * What the cache holds for one configuration: entries by key, and for each controller seen the key last answered for
+ * it, or SEEN.
+ */
 interface Entries {
   byKey: Map<string, Entry>;
   byController: Map<string, string>;
@@ -226,17 +240,24 @@ export class AnswerCache {
   constructor(private readonly maxEntries = DEFAULT_MAX_ENTRIES) {}
 
   /**
-   * The answer to the question under this configuration, if one was kept. The entry last answered for the question's
-   * controller is tried first, by comparing the object with it; only when that fails is the question's key made.
+   * The answer to the question under this configuration, if one was kept. A controller not seen before under it is
+   * only noted: its pod is answered without a key (`keyed` undefined), since most controllers make no second. Otherwise
+   * the entry last answered for the controller is tried first, by comparing the object with it; only when that fails
+   * is the question's key made.
    */
   find(config: InjectorConfig, question: AnswerQuestion): Found {
-    const entries = this.byConfig.get(config);
-    const recent = entries?.byController.get(question.controller);
-    const known = recent !== undefined ? entries?.byKey.get(recent) : undefined;
-    if (entries && known && asks(known.question, question)) return { answer: this.hit(entries, known) };
+    const entries = this.entriesFor(config);
+    const recent = entries.byController.get(question.controller);
+    if (recent === undefined) {
+      this.remember(entries, question.controller, SEEN);
+      this.missCount++;
+      return { keyed: undefined };
+    }
+    const known = recent !== SEEN ? entries.byKey.get(recent) : undefined;
+    if (known && asks(known.question, question)) return { answer: this.hit(entries, known) };
     const keyed = keyedQuestion(question);
-    const found = keyed && entries?.byKey.get(keyed.key);
-    if (!entries || !found) {
+    const found = keyed && entries.byKey.get(keyed.key);
+    if (!found) {
       this.missCount++;
       return { keyed };
     }
@@ -246,11 +267,7 @@ export class AnswerCache {
 
   /** Keeps the answer computed for a question `find` could not answer, as the newest entry. */
   keep(config: InjectorConfig, question: KeyedQuestion, controller: string, answer: CachedAnswer): void {
-    let entries = this.byConfig.get(config);
-    if (!entries) {
-      entries = { byKey: new Map(), byController: new Map() };
-      this.byConfig.set(config, entries);
-    }
+    const entries = this.entriesFor(config);
     const { key, kind, namespace, owner } = question;
     const kept: KeptQuestion = { kind, namespace, owner, namespaceAnnotations: keptValue(JSON.parse(question.annotations)), object: keptSubject(JSON.parse(question.serialized)) };
     entries.byKey.set(key, { key, question: kept, answer });
@@ -271,12 +288,24 @@ export class AnswerCache {
     return entry.answer;
   }
 
-  /** Notes the controller's latest key; as bounded as the entries (a key whose entry went is simply not found). */
+  private entriesFor(config: InjectorConfig): Entries {
+    let entries = this.byConfig.get(config);
+    if (!entries) {
+      entries = { byKey: new Map(), byController: new Map() };
+      this.byConfig.set(config, entries);
+    }
+    return entries;
+  }
+
+  /**
+   * Notes the controller's latest key, or SEEN; bounded (a key whose entry went is simply not found), the controller
+   * least recently noted forgotten first.
+   */
   private remember(entries: Entries, controller: string, key: string): void {
     const map = entries.byController;
     if (map.get(controller) === key) return;
     map.delete(controller);
     map.set(controller, key);
-    if (map.size > this.maxEntries) map.delete(map.keys().next().value as string);
+    if (map.size > this.maxEntries * CONTROLLERS_PER_ENTRY) map.delete(map.keys().next().value as string);
   }
 }

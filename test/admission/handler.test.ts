@@ -146,25 +146,29 @@ describe('handleAdmission', () => {
     return p;
   };
 
-  /** Two pods, `<prefix>-1` and `<prefix>-2`, admitted in turn with one cache. */
-  const twoThroughOneCache = async (prefix: string, controlled: boolean) => {
+  /** Three pods, `<prefix>-1` to `<prefix>-3`, admitted in turn with one cache. */
+  const threeThroughOneCache = async (prefix: string, controlled: boolean) => {
     const answers = new AnswerCache();
-    const first = await handleAdmission(request(withName(`${prefix}-1`, controlled)), sources({ answers }));
-    const second = await handleAdmission(request(withName(`${prefix}-2`, controlled)), sources({ answers }));
-    return { answers, first, second };
+    const admitted: HandledAdmission[] = [];
+    for (const n of [1, 2, 3]) admitted.push(await handleAdmission(request(withName(`${prefix}-${n}`, controlled)), sources({ answers })));
+    return { answers, admitted };
   };
 
-  it('the pods of one rollout share one answer, each reported under its own name', async () => {
-    const { answers, first, second } = await twoThroughOneCache('web', true);
-    expect(answers.stats).toEqual({ hits: 1, misses: 1 });
-    expect(second.response.patch).toBe(first.response.patch);
-    expect(second.kind === 'evaluated' && second.result.name).toBe('web-2');
+  it('the pods of one rollout share the answer kept for the second, each reported under its own name', async () => {
+    const { answers, admitted } = await threeThroughOneCache('web', true);
+    const [first, second, third] = admitted as [HandledAdmission, HandledAdmission, HandledAdmission];
+    // The first is answered without a key (most controllers make no second), the second kept, the third answered.
+    expect(answers.stats).toEqual({ hits: 1, misses: 2 });
+    expect(first.kind === 'evaluated' && first.responseTail).toBeUndefined();
+    expect(second.kind === 'evaluated' && second.responseTail).toBeInstanceOf(Buffer);
+    expect(third.response.patch).toBe(first.response.patch);
+    expect(third.kind === 'evaluated' && third.result.name).toBe('web-3');
   });
 
   it('pods that no controller made are answered without the cache: they never come twice', async () => {
-    const { answers, first, second } = await twoThroughOneCache('job', false);
+    const { answers, admitted } = await threeThroughOneCache('job', false);
     expect(answers.stats).toEqual({ hits: 0, misses: 0 });
-    expect(second.response.patch).toBe(first.response.patch);
+    expect(admitted[2]?.response.patch).toBe(admitted[0]?.response.patch);
   });
 });
 
