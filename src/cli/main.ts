@@ -35,8 +35,15 @@ const COMMANDS: Record<string, () => Promise<(args: string[]) => Promise<number>
   uninject: async () => (await import('./uninject.js')).runUninjectCommand,
 };
 
+const VERSION_HELP = `Usage: proxy-injector version
+
+Print the version, and the Linkerd version whose injector it follows. Takes no arguments.
+`;
+
 /** Usage lines for a command's usage errors; the commands print their whole help with --help. */
 const HELP: Record<string, () => Promise<string>> = {
+  version: async () => VERSION_HELP,
+  '--version': async () => VERSION_HELP,
   serve: async () => (await import('./serve.js')).SERVE_HELP,
   inject: async () => (await import('./inject-flags.js')).INJECT_HELP,
   uninject: async () => (await import('./uninject.js')).UNINJECT_HELP,
@@ -57,6 +64,11 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'version':
     case '--version':
+      if (rest.length === 1 && (rest[0] === '--help' || rest[0] === '-h')) {
+        process.stdout.write(VERSION_HELP);
+        return 0;
+      }
+      if (rest.length > 0) throw new UsageError(`takes no arguments, got ${JSON.stringify(rest[0])}`);
       process.stdout.write(`proxy-injector ${packageVersion()} (follows Linkerd ${DEFAULT_LINKERD_VERSION})\n`);
       return 0;
     case undefined:
@@ -64,6 +76,10 @@ async function main(argv: string[]): Promise<number> {
     case '--help':
     case '-h': {
       const topic = rest[0];
+      if (command === 'help' && topic === 'version') {
+        process.stdout.write(VERSION_HELP);
+        return 0;
+      }
       if (command === 'help' && topic !== undefined) {
         const commandRun = COMMANDS[topic];
         if (commandRun === undefined) {

@@ -103,6 +103,26 @@ function parseJson(text: string): unknown {
   return secureJson.parse(text, undefined, PARSE_OPTIONS);
 }
 
+/**
+ * Why a body is not JSON, and where, from V8's message: its description and the line and column of its position, never
+ * the text V8 quotes from around the error (the body's content). A message without a position says only what it can.
+ */
+export function jsonSyntaxReason(err: unknown, text: string): string {
+  const message = err instanceof Error ? err.message : '';
+  const at = /^(.*?) (in|after) JSON at position (\d+)/.exec(message);
+  if (at) {
+    const position = Math.min(Number(at[3]), text.length);
+    const lineStart = text.lastIndexOf('\n', position - 1) + 1;
+    let line = 1;
+    for (let i = text.indexOf('\n'); i !== -1 && i < lineStart; i = text.indexOf('\n', i + 1)) line++;
+    const what = (at[1] ?? '').replace(/^./, (c) => c.toLowerCase()) + (at[2] === 'after' ? ' after the JSON' : '');
+    return `the body is not valid JSON: ${what} at line ${line}, column ${position - lineStart + 1}`;
+  }
+  if (message.startsWith('Unexpected end of JSON input')) return 'the body is not valid JSON: it ends before its last value does';
+  if (message.startsWith('Unexpected token')) return 'the body is not valid JSON: an unexpected character';
+  return 'the body is not valid JSON';
+}
+
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** A review's body, read and waiting for the rest of its turn's reviews. */
@@ -163,8 +183,8 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     let body: unknown;
     try {
       body = parseJson(text);
-    } catch {
-      return void refuse(response, 400, 'the body is not valid JSON', 'invalid_json');
+    } catch (err) {
+      return void refuse(response, 400, jsonSyntaxReason(err, text), 'invalid_json');
     }
     let parsed;
     try {

@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SourceUnavailableError, type AdmissionSources } from '../../src/admission/index.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
-import { buildWebhookApp, MAX_BODY_BYTES, type WebhookApp } from '../../src/server/webhook.js';
+import { buildWebhookApp, jsonSyntaxReason, MAX_BODY_BYTES, type WebhookApp } from '../../src/server/webhook.js';
 import { inject } from '../support/inject.js';
 import { admissionReview, decodedPatch } from '../support/admission.js';
 import { applied, names, pod, testConfig } from '../support/engine.js';
@@ -136,13 +136,35 @@ describe('round trips', () => {
   });
 });
 
+describe('jsonSyntaxReason', () => {
+  const reason = (text: string): string => {
+    try {
+      JSON.parse(text);
+    } catch (err) {
+      return jsonSyntaxReason(err, text);
+    }
+    throw new Error(`${text} parsed`);
+  };
+
+  it('says what V8 found and at which line and column, never the text around it', () => {
+    expect(reason('{"kind" secret}')).toBe("the body is not valid JSON: expected ':' after property name at line 1, column 9");
+    expect(reason('{"a":1}\n}')).toBe('the body is not valid JSON: unexpected non-whitespace character after the JSON at line 2, column 1');
+    expect(reason('{"a":"\\q"}')).toBe('the body is not valid JSON: bad escaped character at line 1, column 8');
+    expect(reason('{"a":secret}')).toBe('the body is not valid JSON: an unexpected character');
+    expect(reason('')).toBe('the body is not valid JSON: it ends before its last value does');
+    expect(jsonSyntaxReason(new Error('something else'), '{')).toBe('the body is not valid JSON');
+    expect(jsonSyntaxReason('not an error', '{')).toBe('the body is not valid JSON');
+  });
+});
+
 describe('bad input gets a status and a one-line reason', () => {
   const valid = admissionReview(pod());
   const without = (key: string) => ({ ...valid, request: { ...valid['request'], [key]: undefined } });
   it.each([
-    ['a body that is not JSON', '{"apiVersion": ', 'application/json', 400, /^the body is not valid JSON$/],
+    ['a body that is not JSON', '{"apiVersion": ', 'application/json', 400, /^the body is not valid JSON: it ends before its last value does$/],
+    ['a body with a syntax error', '{\n  "kind": "AdmissionReview"\n  "request": {}}', 'application/json', 400, /^the body is not valid JSON: expected ',' or '}' after property value at line 3, column 3$/],
     ['an empty body', '', 'application/json', 400, /^the body is empty$/],
-    ['a body that reads like a refusal', 'too large', 'application/json', 400, /^the body is not valid JSON$/],
+    ['a body that reads like a refusal', 'too large', 'application/json', 400, /^the body is not valid JSON: an unexpected character$/],
     ['a JSON array', '[]', 'application/json', 400, /^the body is not a JSON object$/],
     ['the wrong kind', { ...valid, kind: 'ConversionReview' }, 'application/json', 400, /unsupported kind "ConversionReview"/],
     ['the wrong apiVersion', { ...valid, apiVersion: 'admission.k8s.io/v2' }, 'application/json', 400, /unsupported apiVersion/],
@@ -322,7 +344,7 @@ describe('reviews that arrive together', () => {
     expect([...bodies.slice(0, 12), ...bodies.slice(15)]).toEqual(alone);
     expect(answers.slice(12, 15).map((a) => [a.statusCode, a.body])).toEqual([
       [400, 'the body is empty\n'],
-      [400, 'the body is not valid JSON\n'],
+      [400, "the body is not valid JSON: expected property name or '}' at line 1, column 2\n"],
       [400, 'unsupported kind "Other": expected AdmissionReview\n'],
     ]);
     // The answers differ from each other: a mix-up between reviews could not pass for them.
