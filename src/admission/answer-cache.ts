@@ -2,7 +2,7 @@
  * Answers already computed, for the pods of one rollout. kube-apiserver sends a review for every pod a ReplicaSet
  * creates, and those pods are the same object but for their identity (uid, and the name it generates after admission)
  * and the time in their managedFields, so one engine run, one patch serialisation and one base64 encoding can answer
- * them all. The key is everything the answer depends on: the object without those (PER_POD_METADATA), the kind and
+ * all that follow it. The key is everything the answer depends on: the object without those (PER_POD_METADATA), the kind and
  * namespace, the namespace's annotations and the owner; entries live per configuration object, so a configuration
  * change (a new object) never meets an answer computed for the old one. Bounded: the least recently used entry goes
  * first. A pod is first compared, value by value, with the entry last answered for its controller: for the pods of a
