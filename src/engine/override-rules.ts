@@ -126,8 +126,11 @@ const cidrs: OverrideRule<string>['parse'] = memoizeText((t) => {
   return items.every(isCidr) ? ok(t) : no('not a comma-separated list of CIDRs');
 });
 
+/** A decimal number, optionally with an exponent; no part of it can match in two ways, so no input backtracks. */
+const DECIMAL = /^[+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$/;
+
 const ratio: OverrideRule<number>['parse'] = (t) => {
-  const r = /^[+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(t) ? Number(t) : NaN;
+  const r = t.length <= 64 && DECIMAL.test(t) ? Number(t) : NaN;
   return r > 0 && r < 1 ? ok(r) : no('must be a number between 0 and 1');
 };
 

@@ -332,9 +332,15 @@ function interpretSuffix(suffix: string): Suffix | undefined {
   return undefined;
 }
 
+/**
+ * Longer quantity texts are refused unread: no quantity a pod needs is near it, and the digits of a longer one would
+ * cost time growing faster than their number (a value of a few MiB took seconds).
+ */
+export const MAX_QUANTITY_LENGTH = 128;
+
 /** A Kubernetes resource.Quantity parsed per k8s.io/apimachinery ParseQuantity grammar. */
 export function parseQuantity(text: string): Quantity | undefined {
-  if (text === '') return undefined;
+  if (text === '' || text.length > MAX_QUANTITY_LENGTH) return undefined;
   const end = text.length;
   const { negative, rest } = leadingSign(text);
   let pos = rest;

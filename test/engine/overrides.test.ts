@@ -226,6 +226,15 @@ describe('applyOverrides: quantities', () => {
     expect(out.values.proxy.runtime.workers).toEqual(defaultValues().proxy.runtime.workers);
     expectOneWarningAbout(out, key);
   });
+
+  it('a quantity longer than 128 characters is ignored with a warning, unread (megabytes of digits took seconds)', () => {
+    expect(run({ [CPU_LIM]: `0.${'0'.repeat(125)}1` }).values.proxy.resources.cpu.limit).toBe(`0.${'0'.repeat(125)}1`);
+    for (const value of ['1'.repeat(129), '1'.repeat(4 << 20)]) {
+      const out = run({ [`${C}proxy-memory-limit`]: value });
+      expect(out.values.proxy.resources.memory.limit).toBe('');
+      expectOneWarningAbout(out, `${C}proxy-memory-limit`);
+    }
+  });
 });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -653,6 +662,10 @@ describe('applyOverrides: proxy-cpu-ratio-limit', () => {
     { value: '-0.1', expected: null },
     { value: 'abc', expected: null },
     { value: '', expected: null },
+    { value: '.5', expected: 0.5 },
+    { value: '5e-1', expected: 0.5 },
+    { value: 'NaN', expected: null },
+    { value: '0x1p-2', expected: null },
   ];
 
   it.each(rows)('"$value" -> $expected', ({ value, expected }) => {
@@ -660,6 +673,14 @@ describe('applyOverrides: proxy-cpu-ratio-limit', () => {
     expect(out.values.proxy.runtime.workers.maximumCPURatio).toBe(expected);
     if (expected === null) expectOneWarningAbout(out, KEY);
     else expect(out.warnings).toEqual([]);
+  });
+
+  it('long runs of digits that end in something else are refused in one pass (the pattern used to backtrack for seconds)', () => {
+    for (const value of [`${'1'.repeat(100_000)}x`, `0.${'1'.repeat(100_000)}x`, `0.${'1'.repeat(70)}`]) {
+      const out = run({ [KEY]: value });
+      expect(out.values.proxy.runtime.workers.maximumCPURatio).toBeNull();
+      expectOneWarningAbout(out, KEY);
+    }
   });
 });
 
