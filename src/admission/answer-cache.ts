@@ -246,6 +246,17 @@ export class AnswerCache {
    * is the question's key made.
    */
   find(config: InjectorConfig, question: AnswerQuestion): Found {
+    try {
+      return this.lookUp(config, question);
+    } catch (err) {
+      // Comparing and keying walk the object recursively: one nested deeper than the stack allows is answered without
+      // the cache, as it would be without an owner, rather than failing.
+      if (err instanceof RangeError) return { keyed: undefined };
+      throw err;
+    }
+  }
+
+  private lookUp(config: InjectorConfig, question: AnswerQuestion): Found {
     const entries = this.entriesFor(config);
     const recent = entries.byController.get(question.controller);
     if (recent === undefined) {
@@ -269,7 +280,13 @@ export class AnswerCache {
   keep(config: InjectorConfig, question: KeyedQuestion, controller: string, answer: CachedAnswer): void {
     const entries = this.entriesFor(config);
     const { key, kind, namespace, owner } = question;
-    const kept: KeptQuestion = { kind, namespace, owner, namespaceAnnotations: keptValue(JSON.parse(question.annotations)), object: keptSubject(JSON.parse(question.serialized)) };
+    let kept: KeptQuestion;
+    try {
+      kept = { kind, namespace, owner, namespaceAnnotations: keptValue(JSON.parse(question.annotations)), object: keptSubject(JSON.parse(question.serialized)) };
+    } catch (err) {
+      if (err instanceof RangeError) return; // nested deeper than the stack allows: not kept (see find)
+      throw err;
+    }
     entries.byKey.set(key, { key, question: kept, answer });
     if (entries.byKey.size > this.maxEntries) entries.byKey.delete(entries.byKey.keys().next().value as string);
     this.remember(entries, controller, question.key);

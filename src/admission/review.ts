@@ -32,13 +32,10 @@ export function parseReview(body: unknown): ParsedReview {
   if (!isObject(body)) throw new ReviewError(400, 'the body is not a JSON object');
   const { apiVersion, kind, request } = body;
   if (!SUPPORTED_API_VERSIONS.includes(apiVersion as AdmissionApiVersion)) {
-    throw new ReviewError(
-      400,
-      `unsupported apiVersion ${JSON.stringify(apiVersion)}: expected one of ${SUPPORTED_API_VERSIONS.join(', ')}`,
-    );
+    throw new ReviewError(400, `unsupported apiVersion ${shown(apiVersion)}: expected one of ${SUPPORTED_API_VERSIONS.join(', ')}`);
   }
   if (kind !== 'AdmissionReview') {
-    throw new ReviewError(400, `unsupported kind ${JSON.stringify(kind)}: expected AdmissionReview`);
+    throw new ReviewError(400, `unsupported kind ${shown(kind)}: expected AdmissionReview`);
   }
   if (!isObject(request)) throw new ReviewError(400, 'the AdmissionReview has no request');
   if (typeof request['uid'] !== 'string' || request['uid'] === '') {
@@ -50,10 +47,38 @@ export function parseReview(body: unknown): ParsedReview {
   if (request['object'] !== undefined && !isObject(request['object'])) {
     throw new ReviewError(400, 'the AdmissionReview request object cannot be decoded: it is not a JSON object');
   }
-  if (request['namespace'] !== undefined && typeof request['namespace'] !== 'string') {
-    throw new ReviewError(400, 'the AdmissionReview request namespace is not a string');
+  // What is logged and counted of a request: kube-apiserver sends names it has validated, far shorter than these bounds.
+  checkText(request['uid'], 'uid', MAX_UID_LENGTH);
+  checkText(request['kind']['kind'], 'kind', MAX_NAME_LENGTH);
+  checkText(request['operation'], 'operation', MAX_NAME_LENGTH);
+  checkText(request['name'], 'name', MAX_NAME_LENGTH);
+  const namespace = request['namespace'];
+  checkText(namespace, 'namespace', MAX_NAMESPACE_LENGTH);
+  if (typeof namespace === 'string' && namespace !== '' && !NAMESPACE_NAME.test(namespace)) {
+    throw new ReviewError(400, `the AdmissionReview request namespace ${shown(namespace)} is not a namespace name`);
   }
   return { apiVersion: apiVersion as AdmissionApiVersion, request: request as unknown as AdmissionRequest };
+}
+
+/** A uid is a UUID; this leaves room for any other form a test or a proxy might use. */
+const MAX_UID_LENGTH = 256;
+/** An object name (a DNS subdomain), a kind, an operation. */
+const MAX_NAME_LENGTH = 253;
+/** A namespace name is a DNS label. */
+const MAX_NAMESPACE_LENGTH = 63;
+const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** A request field that, when present, must be a string of at most `max` characters. */
+function checkText(value: unknown, field: string, max: number): void {
+  if (value === undefined) return;
+  if (typeof value !== 'string') throw new ReviewError(400, `the AdmissionReview request ${field} is not a string`);
+  if (value.length > max) throw new ReviewError(400, `the AdmissionReview request ${field} is longer than ${max} characters`);
+}
+
+/** A value quoted in a refusal, at most 64 characters of it: what a client sent is named, not echoed back whole. */
+function shown(value: unknown): string {
+  if (typeof value !== 'string') return value === undefined ? 'none' : `of type ${value === null ? 'null' : typeof value}`;
+  return value.length > 64 ? `${JSON.stringify(value.slice(0, 64))}...` : JSON.stringify(value);
 }
 
 /** Admits the object unchanged; the warnings, if any, are shown to whoever created it. */

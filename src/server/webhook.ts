@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import secureJson from 'secure-json-parse';
 import {
   answerPieces,
+  boundedWarnings,
   handleAdmission,
   parseReview,
   ReviewError,
@@ -379,7 +380,8 @@ function logAdmission(log: Logger, infoLine: InfoLine, debug: boolean, request: 
     reasons: result.reasons.map((r) => r.code),
   };
   if (result.proxy) details['placement'] = result.proxy.placement;
-  if (result.warnings.length > 0) details['warnings'] = result.warnings;
+  // Clipped as the answer's warnings are: an invalid value is quoted, never more of it than kubectl shows.
+  if (result.warnings.length > 0) details['warnings'] = boundedWarnings(result.warnings) ?? [];
   const resource = resourceName(request, handled);
   const reasons = result.reasons.map((r) => r.text).join(', ');
   if (unasked) log.debug(details, `skipped ${resource}: ${reasons}`);

@@ -313,6 +313,22 @@ describe('AnswerCache', () => {
 });
 
 describe('handleAdmission with the cache', () => {
+  it('answers a pod nested deeper than the stack allows as it would without an owner, not with a failure', async () => {
+    let deep: unknown = [];
+    for (let i = 0; i < 50_000; i++) deep = [deep];
+    const config = testConfig();
+    const answers = new AnswerCache();
+    const sources: AdmissionSources = { config: () => config, namespaceAnnotations: () => ({ 'linkerd.io/inject': 'enabled' }), answers };
+    for (let i = 0; i < 3; i++) {
+      const object = pod({ spec: { containers: [{ name: 'app', image: 'a' }], affinity: { deep } } });
+      (object['metadata'] as Record<string, unknown>)['ownerReferences'] = [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-7d4b', uid: 'rs-1', controller: true }];
+      const handled = await handleAdmission({ uid: `u${i}`, kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE', namespace: 'shop', object } as never, sources);
+      expect(handled.kind).toBe('evaluated');
+      expect(handled.response.allowed).toBe(true);
+      expect(handled.response.patchType).toBe('JSONPatch');
+    }
+  });
+
   it('answers a rollout from two computations, each pod under its own name, and a configuration change mid-stream is never answered from the old one', async () => {
     let config: InjectorConfig = testConfig();
     const answers = new AnswerCache();

@@ -187,6 +187,14 @@ describe('parseReview', () => {
     ['no request', { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }, /has no request/],
     ['an empty uid', admissionReview(plain(), { uid: '' }), /has no uid/],
     ['an object that is a string', admissionReview('pod'), /object cannot be decoded/],
+    ['a huge apiVersion, named but not echoed', { ...admissionReview(plain()), apiVersion: 'v'.repeat(1e6) }, /^unsupported apiVersion "v{64}"\.\.\.: expected/],
+    ['an apiVersion that is not a string', { ...admissionReview(plain()), apiVersion: { a: 1 } }, /^unsupported apiVersion of type object: expected/],
+    ['a huge kind', { ...admissionReview(plain()), kind: 'K'.repeat(1e6) }, /^unsupported kind "K{64}"\.\.\.: expected AdmissionReview$/],
+    ['a namespace of 8 MB', admissionReview(plain(), { namespace: 'n'.repeat(8e6) }), /request namespace is longer than 63 characters$/],
+    ['a namespace that is not a name', admissionReview(plain(), { namespace: 'Shop_1' }), /request namespace "Shop_1" is not a namespace name$/],
+    ['a name that is an object', { ...admissionReview(plain()), request: { ...admissionReview(plain())['request'], name: { toString: 1 } } }, /request name is not a string$/],
+    ['a long uid', admissionReview(plain(), { uid: 'u'.repeat(257) }), /request uid is longer than 256 characters$/],
+    ['an operation that is a number', { ...admissionReview(plain()), request: { ...admissionReview(plain())['request'], operation: 1 } }, /request operation is not a string$/],
   ])('refuses %s with a 400 saying what is wrong', (_what, body, message) => {
     let error: unknown;
     try {
