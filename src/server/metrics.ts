@@ -20,7 +20,9 @@ export type RefusalReason =
   | 'empty_body'
   | 'invalid_json'
   | 'request_timeout'
-  | 'invalid_review';
+  | 'invalid_review'
+  | 'headers_too_large'
+  | 'malformed_http';
 
 /**
  * A counter kept by label set in a plain map, whose totals are handed to prom-client when metrics are scraped.

@@ -1,5 +1,6 @@
 /** The admission webhook: POST / takes an AdmissionReview and answers with the engine's decision. */
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Logger } from 'pino';
 import secureJson from 'secure-json-parse';
@@ -310,6 +311,16 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
   answerClientErrors(server, (code) => {
     if (code === 'ERR_HTTP_REQUEST_TIMEOUT') metrics.refused(408, 'request_timeout');
+    else if (code === 'HPE_HEADER_OVERFLOW') metrics.refused(431, 'headers_too_large');
+    else if (code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') metrics.refused(413, 'body_too_large');
+    // A client that went away is no refusal; anything else node:http could not parse got a 400.
+    else if (code !== 'ECONNRESET') metrics.refused(400, 'malformed_http');
+  });
+  // node:http hands a CONNECT to this event alone, and without a listener drops the connection unanswered.
+  server.on('connect', (request: IncomingMessage, socket: Duplex) => {
+    metrics.refused(404, 'not_found');
+    const text = `no route for CONNECT ${oneLine(request.url ?? '')}: POST AdmissionReviews to /\n`;
+    socket.end(`HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${text}`, () => socket.destroy());
   });
 
   return {

@@ -1,4 +1,5 @@
 /** Bounded label values of the admission metrics, and the count of refused requests. */
+import { connect, type AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
@@ -132,6 +133,35 @@ describe('refused requests', () => {
         'proxy_inject_admission_refusals_total{status="404",reason="not_found"} 1',
         'proxy_inject_admission_refusals_total{status="413",reason="body_too_large"} 1',
         'proxy_inject_admission_refusals_total{status="415",reason="unsupported_media_type"} 1',
+      ]);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('counts what node:http refuses before a request exists (headers too large, bytes that are not HTTP) and answers a CONNECT', async () => {
+    const metrics = new InjectorMetrics({ processMetrics: false });
+    const app = buildWebhookApp({ sources: { config: () => testConfig(), namespaceAnnotations: () => undefined }, metrics, logger: silent });
+    await app.listen('127.0.0.1', 0);
+    const { port } = app.server.address() as AddressInfo;
+    /** Sends `bytes` on a connection of its own and returns the status line it got back. */
+    const statusOf = (bytes: string) =>
+      new Promise<string>((resolve, reject) => {
+        let answer = '';
+        const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+        socket.on('data', (chunk) => (answer += String(chunk)));
+        socket.on('error', reject);
+        socket.on('close', () => resolve(answer.split('\r\n')[0] ?? ''));
+      });
+    try {
+      expect(await statusOf(`POST / HTTP/1.1\r\nHost: x\r\nX-Pad: ${'a'.repeat(64 * 1024)}\r\n\r\n`)).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+      expect(await statusOf('HELLO\r\n\r\n')).toBe('HTTP/1.1 400 Bad Request');
+      expect(await statusOf('GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n')).toBe('HTTP/1.1 400 Bad Request');
+      expect(await statusOf('CONNECT example:443 HTTP/1.1\r\nHost: example:443\r\n\r\n')).toBe('HTTP/1.1 404 Not Found');
+      expect(series(await metrics.metrics(), 'proxy_inject_admission_refusals_total').sort()).toEqual([
+        'proxy_inject_admission_refusals_total{status="400",reason="malformed_http"} 2',
+        'proxy_inject_admission_refusals_total{status="404",reason="not_found"} 1',
+        'proxy_inject_admission_refusals_total{status="431",reason="headers_too_large"} 1',
       ]);
     } finally {
       await app.close();
