@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { INJECT_HELP, PROXY_FLAGS } from '../../src/cli/inject-flags.js';
 import { runInject } from '../../src/cli/inject.js';
 import { YAML_OPTIONS } from '../../src/cli/manifests.js';
+import { OTHER_TRUST_ANCHOR, TRUST_ANCHORS } from '../support/engine.js';
 
 type Obj = Record<string, any>;
 
@@ -386,8 +387,8 @@ describe('configuration', () => {
   it('--trust-anchors wins over the values', async () => {
     const t = objects((await injectText(DEPLOYMENT, '--manual', '--values', 'test/fixtures/cli/in/values.yaml')).stdout)[0]?.spec.template;
     const u = await manualTemplate('--values', 'test/fixtures/cli/in/values.yaml');
-    expect(envOf(proxyOf(t))['LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS']).toContain('VALUESROOT');
-    expect(envOf(proxyOf(u))['LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS']).toContain('TESTROOT');
+    expect(envOf(proxyOf(t))['LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS']).toContain(OTHER_TRUST_ANCHOR.split('\n')[1]);
+    expect(envOf(proxyOf(u))['LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS']).toContain(TRUST_ANCHORS.split('\n')[1]);
   });
 
   it('reads stdin only when "-" is an input', async () => {

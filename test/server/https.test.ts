@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileConfigSource } from '../../src/cluster/config-files.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { admissionReview, decodedPatch } from '../support/admission.js';
-import { applied, names, pod, TRUST_ANCHORS } from '../support/engine.js';
+import { applied, names, OTHER_TRUST_ANCHOR, pod, TRUST_ANCHORS } from '../support/engine.js';
 import { httpsPost, leafSignedBy, writePair } from '../support/https.js';
 
 const silent = pino({ level: 'silent' });
@@ -88,7 +88,7 @@ describe('over HTTPS', () => {
   });
 
   it('refuses a client that does not trust the CA', async () => {
-    await expect(httpsPost(server.webhookUrl, { ca: TRUST_ANCHORS.replace('TESTROOT', 'MIIB'), body: enabled })).rejects.toThrow();
+    await expect(httpsPost(server.webhookUrl, { ca: OTHER_TRUST_ANCHOR, body: enabled })).rejects.toThrow();
     const other = mkdtempSync(join(tmpdir(), 'proxy-injector-otherca-'));
     try {
       const otherServer = await start(other);

@@ -4,7 +4,37 @@ import { defaultValues, inject, withTrustAnchors, type InjectorConfig, type Link
 import type { Container } from '../../src/engine/k8s.js';
 import type { AddOperation } from '../../src/engine/patch.js';
 
-export const TRUST_ANCHORS = '-----BEGIN CERTIFICATE-----\nTESTROOT\n-----END CERTIFICATE-----\n';
+/** A real root certificate (CN root.test.linkerd.cluster.local), as in test/fixtures/cli/trust-anchors.pem: the loaders check trust anchors. */
+export const TRUST_ANCHORS = [
+  '-----BEGIN CERTIFICATE-----',
+  'MIIBuTCCAV+gAwIBAgIUW6KUmlgI8ymyAkNzQylSxPvtekowCgYIKoZIzj0EAwIw',
+  'KjEoMCYGA1UEAwwfcm9vdC50ZXN0LmxpbmtlcmQuY2x1c3Rlci5sb2NhbDAeFw0y',
+  'NjExMjYxMzIwMjBaFw0zNjExMjMxMzIwMjBaMCoxKDAmBgNVBAMMH3Jvb3QudGVz',
+  'dC5saW5rZXJkLmNsdXN0ZXIubG9jYWwwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNC',
+  'AATXe6RU74/qc/mVvwCG42q/4nju27k/tO03+BQU6XeWhq78VmDJabJUeKFEB/M2',
+  'JdWu0cuhgCHp5leJv5h7gCj7o2MwYTAdBgNVHQ4EFgQUVZkNhim8SWRCsH+g77f4',
+  'uF8G5aMwHwYDVR0jBBgwFoAUVZkNhim8SWRCsH+g77f4uF8G5aMwDwYDVR0TAQH/',
+  'BAUwAwEB/zAOBgNVHQ8BAf8EBAMCAQYwCgYIKoZIzj0EAwIDSAAwRQIgBR8/OeLx',
+  'kPzovcGroPjXZkmE0wGw3FEjQ1HnJDCsuaICIQCbxsRAqy0CZ0XViDusrjcp+iPw',
+  'wdiRMwJiAtaWCPHczw==',
+  '-----END CERTIFICATE-----',
+].join('\n') + '\n';
+
+/** Another real root (CN root.values.linkerd.cluster.local), as in test/fixtures/cli/in/values.yaml. */
+export const OTHER_TRUST_ANCHOR = [
+  '-----BEGIN CERTIFICATE-----',
+  'MIIBvTCCAWOgAwIBAgIUNeFhkxuPv2wDoOGlMI5sLuyEBgMwCgYIKoZIzj0EAwIw',
+  'LDEqMCgGA1UEAwwhcm9vdC52YWx1ZXMubGlua2VyZC5jbHVzdGVyLmxvY2FsMB4X',
+  'DTI2MTEyNjEzMjAyMVoXDTM2MTEyMzEzMjAyMVowLDEqMCgGA1UEAwwhcm9vdC52',
+  'YWx1ZXMubGlua2VyZC5jbHVzdGVyLmxvY2FsMFkwEwYHKoZIzj0CAQYIKoZIzj0D',
+  'AQcDQgAEnLdqreSDsX/uF1f1GMoBiOzVnkgfuPe7FhSSv7u8uZV4zgUUxOGN3vsM',
+  'h4Egh3hxKg83VQ71PFskveqnBD2e7aNjMGEwHQYDVR0OBBYEFFFiuC/TmyQXfXMv',
+  'g6kdj2KgEIZcMB8GA1UdIwQYMBaAFFFiuC/TmyQXfXMvg6kdj2KgEIZcMA8GA1Ud',
+  'EwEB/wQFMAMBAf8wDgYDVR0PAQH/BAQDAgEGMAoGCCqGSM49BAMCA0gAMEUCIC7g',
+  '90YMJhZBRuKTIR6HJiLUIDtFSCf+7i5ouWKkj9cnAiEA2oDamTXIodeHroA0iZeh',
+  '9D16p9wWmnYW4p8bpQ+yIPg=',
+  '-----END CERTIFICATE-----',
+].join('\n') + '\n';
 
 /** Embedded defaults plus test trust anchors, with `change` applied to a fresh copy. */
 export function testValues(change: (v: LinkerdValues) => void = () => {}): LinkerdValues {
