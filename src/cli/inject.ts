@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import {
   SKIP_REASON_TEXT,
+  checkTrustAnchors,
   defaultValues,
   inject,
   isEngineError,
@@ -237,8 +238,12 @@ export function configure(opts: ParsedOptions, cwd: string, manual: boolean): Co
   if (typeof anchorsFile === 'string') {
     const pem = readConfigFile(cwd, anchorsFile, '--trust-anchors');
     if (pem.trim() === '') throw new InputError(`--trust-anchors ${anchorsFile}: the file is empty`);
+    checkTrustAnchors(pem, `--trust-anchors ${anchorsFile}`);
     values = withTrustAnchors(values, pem);
-  } else if (values.identityTrustAnchorsPEM.trim() === '') {
+  } else if (values.identityTrustAnchorsPEM.trim() !== '') {
+    // Only --values can give anchors here: the embedded defaults have none.
+    checkTrustAnchors(values.identityTrustAnchorsPEM, `identityTrustAnchorsPEM in --values ${String(opts['values'])}`);
+  } else {
     let demo: string;
     try {
       demo = readFileSync(join(packageRoot, DEMO_TRUST_ANCHORS), 'utf8');
