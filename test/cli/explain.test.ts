@@ -1,5 +1,7 @@
 /** `proxy-injector explain` in-process: decisions, the start-up sequence, iptables rules, risks, and Linkerd's fixtures. */
-import { existsSync, readFileSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -197,6 +199,27 @@ describe.runIf(present)("explain on Linkerd's fixture inputs", () => {
     } else {
       expect(e?.decision.reasons.length).toBeGreaterThan(0);
       for (const r of e?.decision.reasons ?? []) expect(r.fix).toBeTruthy();
+    }
+  });
+});
+
+describe('trust anchors', () => {
+  it('--trust-anchors is checked as inject checks it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-explain-anchors-'));
+    try {
+      const path = join(dir, 'key.pem');
+      writeFileSync(path, generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ format: 'pem', type: 'sec1' }));
+      expect(await runExplain(['--trust-anchors', path, '-'], { stdin: JOB })).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `proxy-injector explain: --trust-anchors ${path}: a private key (EC PRIVATE KEY) was given where the trust anchors' certificates belong; give the root CA certificates only\n`,
+      });
+      writeFileSync(path, 'hello');
+      expect((await runExplain(['--trust-anchors', path, '-'], { stdin: JOB })).stderr).toBe(
+        `proxy-injector explain: --trust-anchors ${path}: no PEM CERTIFICATE block: trust anchors are one or more "-----BEGIN CERTIFICATE-----" blocks\n`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -1,10 +1,14 @@
 /** `proxy-injector inject` in-process: flags, configuration, kinds, errors and the report. */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { INJECT_HELP, PROXY_FLAGS } from '../../src/cli/inject-flags.js';
 import { runInject } from '../../src/cli/inject.js';
 import { YAML_OPTIONS } from '../../src/cli/manifests.js';
 import { OTHER_TRUST_ANCHOR, TRUST_ANCHORS } from '../support/engine.js';
+import { INVALID_BUNDLES, privateKeys } from '../support/trust-anchors.js';
 
 type Obj = Record<string, any>;
 
@@ -453,5 +457,49 @@ describe('errors and usage', () => {
 
   it('--ignore-cluster is accepted, for scripts written for linkerd inject', async () => {
     expect((await injectText(DEPLOYMENT, '--ignore-cluster')).code).toBe(0);
+  });
+});
+
+describe('--trust-anchors is checked', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-anchors-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  let n = 0;
+  const file = (content: string): string => {
+    const path = join(dir, `anchors-${n++}.pem`);
+    writeFileSync(path, content);
+    return path;
+  };
+
+  it('a bundle of two certificates goes into the proxy as it is', async () => {
+    const bundle = `${TRUST_ANCHORS}${OTHER_TRUST_ANCHOR}`;
+    const result = await injectText(DEPLOYMENT, '--manual', '--trust-anchors', file(bundle));
+    expect(result.code, result.stderr).toBe(0);
+    expect(envOf(proxyOf(objects(result.stdout)[0]?.spec.template))['LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS']).toBe(bundle);
+  });
+
+  it.each(INVALID_BUNDLES)('%s fails with one line naming the file, and nothing is written', async (_name, pem, says) => {
+    const path = file(pem);
+    for (const manual of [['--manual'], []]) {
+      const result = await injectText(DEPLOYMENT, ...manual, '--trust-anchors', path);
+      expect(result).toMatchObject({ code: 1, stdout: '' });
+      expect(result.stderr).toMatch(new RegExp(`^proxy-injector inject: --trust-anchors ${path}: .*\n$`));
+      expect(result.stderr).toMatch(says);
+    }
+  });
+
+  it.each(Object.entries(privateKeys()))('a private key (%s) is refused as one and not repeated', async (label, key) => {
+    const path = file(key);
+    const result = await injectText(DEPLOYMENT, '--manual', '--trust-anchors', path);
+    expect(result).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `proxy-injector inject: --trust-anchors ${path}: a private key (${label}) was given where the trust anchors' certificates belong; give the root CA certificates only\n`,
+    });
+  });
+
+  it("the values' identityTrustAnchorsPEM is checked when no --trust-anchors is given", async () => {
+    const values = file('identityTrustAnchorsPEM: hello\n');
+    const result = await injectText(DEPLOYMENT, '--manual', '--values', values);
+    expect(result).toEqual({ code: 1, stdout: '', stderr: `proxy-injector inject: identityTrustAnchorsPEM in --values ${values}: no PEM CERTIFICATE block: trust anchors are one or more "-----BEGIN CERTIFICATE-----" blocks\n` });
   });
 });

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileConfigSource } from '../../src/cluster/config-files.js';
-import { TRUST_ANCHORS } from '../support/engine.js';
+import { OTHER_TRUST_ANCHOR, TRUST_ANCHORS } from '../support/engine.js';
+import { bodyLines, INVALID_BUNDLES, privateKeys } from '../support/trust-anchors.js';
 
 const silent = pino({ level: 'silent' });
 let dir: string;
@@ -18,7 +19,7 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function source(files: { values?: string; anchors?: string }) {
+function source(files: { values?: string; anchors?: string }, logger = silent) {
   const valuesPath = join(dir, 'values.yaml');
   const anchorsPath = join(dir, 'ca-bundle.crt');
   if (files.values !== undefined) writeFileSync(valuesPath, files.values);
@@ -28,7 +29,7 @@ function source(files: { values?: string; anchors?: string }) {
     valuesPath,
     trustAnchorsPath: anchorsPath,
     controlPlaneNamespace: 'linkerd',
-    logger: silent,
+    logger,
     pollMs: 0,
     onReload: (applied) => reloads.push(applied),
   });
@@ -81,5 +82,69 @@ describe('FileConfigSource', () => {
     s.poll();
     expect(s.current().values.clusterDomain).toBe('example.org');
     expect(reloads).toEqual([]);
+  });
+
+  describe('trust anchors', () => {
+    it('takes a bundle of two certificates', () => {
+      const { s } = source({ values: '', anchors: `${TRUST_ANCHORS}${OTHER_TRUST_ANCHOR}` });
+      expect(s.current().values.identityTrustAnchorsPEM).toBe(`${TRUST_ANCHORS}${OTHER_TRUST_ANCHOR}`);
+    });
+
+    it.each(INVALID_BUNDLES)('refuses %s: not loaded, CONFIG_NOT_LOADED naming the file', (_name, pem, says) => {
+      const { s, anchorsPath } = source({ values: '', anchors: pem });
+      expect(s.loaded).toBe(false);
+      expect(() => s.current()).toThrow(expect.objectContaining({ code: 'CONFIG_NOT_LOADED' }));
+      expect(() => s.current()).toThrowError(`the Linkerd configuration is not loaded: the trust anchors file ${anchorsPath}: `);
+      expect(() => s.current()).toThrowError(says);
+    });
+
+    it('refuses a private key as one, and neither the error nor the log repeats it', () => {
+      const key = privateKeys()['EC PRIVATE KEY'] as string;
+      const lines: string[] = [];
+      const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+      const { s, anchorsPath } = source({ values: '', anchors: key }, logger);
+      expect(() => s.current()).toThrowError(
+        `the Linkerd configuration is not loaded: the trust anchors file ${anchorsPath}: a private key (EC PRIVATE KEY) was given where the trust anchors' certificates belong`,
+      );
+      const log = lines.join('');
+      expect(log).toContain('a private key (EC PRIVATE KEY) was given');
+      expect(log).not.toContain('loaded Linkerd configuration');
+      for (const line of [...bodyLines(key), 'BEGIN EC PRIVATE KEY']) {
+        expect(log).not.toContain(line);
+        expect(() => s.current()).not.toThrowError(line);
+      }
+    });
+
+    it('a change to bad anchors is refused and the last good configuration stays; good anchors then apply', () => {
+      const { s, anchorsPath, reloads } = source({ values: '', anchors: TRUST_ANCHORS });
+      writeFileSync(anchorsPath, privateKeys()['PRIVATE KEY'] as string);
+      s.poll();
+      expect(s.current().values.identityTrustAnchorsPEM).toBe(TRUST_ANCHORS);
+      writeFileSync(anchorsPath, `${TRUST_ANCHORS}junk`);
+      s.poll();
+      expect(s.current().values.identityTrustAnchorsPEM).toBe(TRUST_ANCHORS);
+      writeFileSync(anchorsPath, OTHER_TRUST_ANCHOR);
+      s.poll();
+      expect(s.current().values.identityTrustAnchorsPEM).toBe(OTHER_TRUST_ANCHOR);
+      expect(reloads).toEqual([false, false, true]);
+    });
+
+    it('an empty file is still left to the engine (MISSING_TRUST_ANCHORS at admission)', () => {
+      const { s } = source({ values: '', anchors: '' });
+      expect(s.loaded).toBe(true);
+    });
+
+    it("without a trust anchors file, the values' own identityTrustAnchorsPEM is checked", () => {
+      const valuesPath = join(dir, 'values.yaml');
+      const values = (pem: string) => `identityTrustAnchorsPEM: ${JSON.stringify(pem)}\n`;
+      writeFileSync(valuesPath, values('hello'));
+      const bad = new FileConfigSource({ valuesPath, controlPlaneNamespace: 'linkerd', logger: silent, pollMs: 0 });
+      sources.push(bad);
+      expect(() => bad.current()).toThrowError(`identityTrustAnchorsPEM in the values file ${valuesPath}: no PEM CERTIFICATE block`);
+      writeFileSync(valuesPath, values(OTHER_TRUST_ANCHOR));
+      const good = new FileConfigSource({ valuesPath, controlPlaneNamespace: 'linkerd', logger: silent, pollMs: 0 });
+      sources.push(good);
+      expect(good.current().values.identityTrustAnchorsPEM).toBe(OTHER_TRUST_ANCHOR);
+    });
   });
 });

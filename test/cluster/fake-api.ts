@@ -1,4 +1,4 @@
-/** A fake API server on loopback for the cluster caches: a list of given items, a watch that never delivers, and reads. */
+/** A fake API server on loopback for the cluster caches: a list of given items, watches that deliver what a test sends, and reads. */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { HttpApiClient, type ApiClient } from '../../src/cluster/client.js';
@@ -7,6 +7,8 @@ export interface FakeApi {
   client: ApiClient;
   /** Paths of the direct reads (not lists or watches), in order. */
   reads: string[];
+  /** Sends a watch event to every watch open on the collection at `path`; resolves once one is open. */
+  send(path: string, type: 'ADDED' | 'MODIFIED' | 'DELETED', object: unknown): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -29,14 +31,16 @@ export function namespaceFrom(path: string, res: ServerResponse): void {
 
 export async function fakeApi(options: FakeApiOptions = {}): Promise<FakeApi> {
   const reads: string[] = [];
+  const watches = new Map<string, ServerResponse[]>();
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://x');
     const items = options.lists?.[url.pathname];
     if (items !== undefined || url.pathname === '/api/v1/namespaces') {
       if (url.searchParams.get('watch') === 'true') {
-        // A watch that stays open and says nothing.
+        // A watch that stays open and says only what a test sends.
         res.writeHead(200, { 'content-type': 'application/json' });
         res.flushHeaders();
+        watches.set(url.pathname, [...(watches.get(url.pathname) ?? []), res]);
         return;
       }
       json(res, 200, { kind: 'List', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items: items ?? [] });
@@ -50,6 +54,10 @@ export async function fakeApi(options: FakeApiOptions = {}): Promise<FakeApi> {
   return {
     client,
     reads,
+    send: async (path, type, object) => {
+      while (!watches.get(path)?.some((res) => !res.writableEnded)) await new Promise((resolve) => setTimeout(resolve, 5));
+      for (const res of watches.get(path) ?? []) if (!res.writableEnded) res.write(`${JSON.stringify({ type, object })}\n`);
+    },
     close: async () => {
       client.close();
       server.closeAllConnections();
