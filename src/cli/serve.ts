@@ -2,7 +2,7 @@
 import type { LevelWithSilent } from 'pino';
 import { connectToCluster, createContext, type EventPolicy } from '../cluster/index.js';
 import { parseGoDuration } from '../engine/index.js';
-import { createLogger, InjectorMetrics, LOG_LEVELS, parseListenAddress, startServer, type LogFormat, type ServerLimits } from '../server/index.js';
+import { createLogger, InjectorMetrics, ListenError, LOG_LEVELS, parseListenAddress, startServer, type LogFormat, type RunningServer, type ServerLimits } from '../server/index.js';
 import { parseCommandArgs } from './command-io.js';
 import { UsageError } from './inject-flags.js';
 
@@ -193,21 +193,31 @@ export async function runServe(argv: string[]): Promise<number> {
     events,
   });
 
-  const server = await startServer({
-    addr: opts.addr,
-    adminAddr: opts['admin-addr'],
-    tlsDir: opts['tls-dir'],
-    tlsSans: sans,
-    tlsMinVersion: minVersion === '1.2' ? 'TLSv1.2' : 'TLSv1.3',
-    sources: context.sources,
-    onAdmitted: context.onAdmitted,
-    notReadyBecause: context.notReadyBecause,
-    metrics,
-    logger,
-    shutdownDelayMs,
-    shutdownTimeoutMs,
-    limits,
-  });
+  let server: RunningServer;
+  try {
+    server = await startServer({
+      addr: opts.addr,
+      adminAddr: opts['admin-addr'],
+      tlsDir: opts['tls-dir'],
+      tlsSans: sans,
+      tlsMinVersion: minVersion === '1.2' ? 'TLSv1.2' : 'TLSv1.3',
+      sources: context.sources,
+      onAdmitted: context.onAdmitted,
+      notReadyBecause: context.notReadyBecause,
+      metrics,
+      logger,
+      shutdownDelayMs,
+      shutdownTimeoutMs,
+      limits,
+    });
+  } catch (err) {
+    // What started before the listeners (file watches, the cluster's caches) stops too, so that the process exits 1
+    // rather than living on half-started.
+    await context.stop();
+    logger.flush();
+    if (err instanceof ListenError) throw new Error(`${label(err.listener === 'admin' ? 'admin-addr' : 'addr')} ${err.address}: ${err.reason}`, { cause: err });
+    throw err;
+  }
 
   return new Promise<number>((resolve) => {
     let signals = 0;

@@ -21,6 +21,39 @@ export function parseListenAddress(text: string): ListenAddress {
   return { host: m[1] ?? (m[2] || '0.0.0.0'), port };
 }
 
+/** Why a listener could not take its address, in words, by the listen error's code. */
+const LISTEN_PROBLEMS: Record<string, string> = {
+  EADDRINUSE: 'address already in use',
+  EACCES: 'permission denied (a port below 1024 needs privileges)',
+  EADDRNOTAVAIL: 'no such address on this host',
+};
+
+/** A listener that could not take its address; nothing the server started is left running when this is thrown. */
+export class ListenError extends Error {
+  constructor(
+    /** Which listener: the webhook's (--addr) or the admin one (--admin-addr). */
+    readonly listener: 'webhook' | 'admin',
+    /** The address as given. */
+    readonly address: string,
+    /** Why, in words, e.g. "address already in use". */
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`cannot listen on ${address} for the ${listener} listener: ${reason}`, options);
+    this.name = 'ListenError';
+  }
+}
+
+async function listenAs(listener: 'webhook' | 'admin', app: AdminApp | WebhookApp, address: ListenAddress, given: string, hint?: string): Promise<void> {
+  try {
+    await app.listen(address.host, address.port);
+  } catch (err) {
+    const { code, message } = err as NodeJS.ErrnoException;
+    const reason = (code !== undefined && LISTEN_PROBLEMS[code]) || message;
+    throw new ListenError(listener, given.trim(), code === 'EADDRINUSE' && hint ? `${reason} (${hint})` : reason, { cause: err });
+  }
+}
+
 export interface ServerOptions {
   addr: string;
   adminAddr: string;
@@ -86,9 +119,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   const admin = buildAdminApp({ metrics, readiness, logger });
 
-  await webhook.listen(webhookAddress.host, webhookAddress.port);
-  await admin.listen(adminAddress.host, adminAddress.port);
+  await listenAs('webhook', webhook, webhookAddress, options.addr);
   const webhookPort = (webhook.server.address() as { port: number }).port;
+  try {
+    // The same port as the webhook's is the likeliest mistake; it is named, rather than left to look like another process.
+    await listenAs('admin', admin, adminAddress, options.adminAddr, adminAddress.port === webhookPort ? 'the webhook listener is on that port' : undefined);
+  } catch (err) {
+    // Nothing else has started yet: the webhook listener is the one thing to stop, with any connection it took meanwhile.
+    const closed = webhook.close();
+    webhook.server.closeAllConnections();
+    await closed;
+    throw err;
+  }
   const adminPort = (admin.server.address() as { port: number }).port;
 
   const connections = new ConnectionTracker(webhook.server);
