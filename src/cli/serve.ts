@@ -51,6 +51,9 @@ Limits on the webhook listener (all well inside kube-apiserver's 10 s webhook ti
   --max-requests-per-connection N  then the connection is closed after its response (default 0: no limit)
   --max-header-bytes N         request line and headers; more gets 431 (default 16384)
   -h, --help                   this help
+
+The admin listener takes the same header and request timeouts and header size as the webhook, a
+keep-alive of at most 5s, and at most 64 connections.
 `;
 
 const OPTIONS = {

@@ -1,7 +1,7 @@
 /** The admin listener: Prometheus metrics and the health endpoints kubelet probes. */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Logger } from 'pino';
-import { closeServer, listen, pathOf, sendText, TEXT, type HttpApp, type RequestHandler } from './http.js';
+import { answerClientErrors, closeServer, listen, pathOf, sendText, TEXT, type HttpApp, type RequestHandler } from './http.js';
 import type { InjectorMetrics } from './metrics.js';
 
 export interface Readiness {
@@ -12,8 +12,44 @@ export interface Readiness {
 /** Plain HTTP: GET (or HEAD) /metrics, /ping, /live and /ready. */
 export type AdminApp = HttpApp<Server>;
 
-export function buildAdminApp(options: { metrics: InjectorMetrics; readiness: Readiness; logger: Logger }): AdminApp {
+/**
+ * What a client may hold on the admin listener. Its clients are kubelet, whose probes open a connection, send one GET
+ * and read the answer, and a Prometheus scraper or two, which keep a connection between scrapes: a few connections, each
+ * sending a few hundred bytes of headers at once.
+ */
+export interface AdminLimits {
+  /** From the connection (or the previous response) to the end of a request's headers; a stalled client gets 408. */
+  headersTimeoutMs: number;
+  /** From the start of a request to its end; a stalled client gets 408. */
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection is kept between requests. */
+  keepAliveTimeoutMs: number;
+  /** Open connections beyond this are closed as they arrive. */
+  maxConnections: number;
+  /** Request line and headers together, bytes; more gets 431. */
+  maxHeaderBytes: number;
+}
+
+export const DEFAULT_ADMIN_LIMITS: AdminLimits = {
+  headersTimeoutMs: 5_000,
+  requestTimeoutMs: 8_000,
+  keepAliveTimeoutMs: 5_000,
+  maxConnections: 64,
+  maxHeaderBytes: 16 * 1024,
+};
+
+/** Node checks header and request timeouts on a timer; this often, as on the webhook listener. */
+const CONNECTIONS_CHECKING_INTERVAL_MS = 500;
+
+/** A request that declares a body (no route here takes one): it is answered without being read, and the connection closed. */
+function hasBody(request: IncomingMessage): boolean {
+  const length = request.headers['content-length'];
+  return (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
+}
+
+export function buildAdminApp(options: { metrics: InjectorMetrics; readiness: Readiness; logger: Logger; limits?: Partial<AdminLimits> }): AdminApp {
   const { metrics, readiness, logger } = options;
+  const limits = { ...DEFAULT_ADMIN_LIMITS, ...options.limits };
 
   const route = async (path: string): Promise<{ status: number; type?: string; body: string }> => {
     switch (path) {
@@ -35,23 +71,42 @@ export function buildAdminApp(options: { metrics: InjectorMetrics; readiness: Re
 
   const handle: RequestHandler = (request, response) => {
     const method = request.method ?? '';
+    // Left unread, a body would hold the connection until it had all arrived (node:http reads it to reuse the
+    // connection): the connection is closed after the answer instead.
+    const close = hasBody(request);
     if (method !== 'GET' && method !== 'HEAD') {
-      sendText(response, 405, `method ${method} not allowed: use GET\n`);
+      sendText(response, 405, `method ${method} not allowed: use GET\n`, close);
       return;
     }
     route(pathOf(request)).then(
       ({ status, type = TEXT, body }) => {
-        response.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
+        const headers: Record<string, string | number> = { 'content-type': type, 'content-length': Buffer.byteLength(body) };
+        if (close) headers['connection'] = 'close';
+        response.writeHead(status, headers);
         response.end(method === 'HEAD' ? undefined : body);
       },
       (err: unknown) => {
         logger.error({ err }, 'failed to answer an admin request');
-        if (!response.headersSent) sendText(response, 500, 'internal error\n');
+        if (!response.headersSent) sendText(response, 500, 'internal error\n', close);
         else response.destroy();
       },
     );
   };
 
-  const server = createServer(handle);
+  // node:http reads these at construction (the checking interval is fixed then), so they go to createServer itself.
+  const server = createServer(
+    {
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+      maxHeaderSize: limits.maxHeaderBytes,
+    },
+    handle,
+  );
+  server.headersTimeout = limits.headersTimeoutMs;
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxConnections = limits.maxConnections;
+  answerClientErrors(server, () => {});
   return { server, handle, listen: (host, port) => listen(server, host, port), close: () => closeServer(server) };
 }

@@ -3,10 +3,10 @@ import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { AnswerCache, type AdmissionSources } from '../admission/index.js';
 import { CertificateReloader, ensureCertificates, loadKeyPair } from '../tls/index.js';
-import { buildAdminApp, type AdminApp } from './admin.js';
+import { buildAdminApp, DEFAULT_ADMIN_LIMITS, type AdminApp, type AdminLimits } from './admin.js';
 import { ConnectionTracker } from './connections.js';
 import { InjectorMetrics } from './metrics.js';
-import { buildWebhookApp, type ServerLimits, type WebhookApp } from './webhook.js';
+import { buildWebhookApp, DEFAULT_LIMITS, type ServerLimits, type WebhookApp } from './webhook.js';
 
 export interface ListenAddress {
   host: string;
@@ -90,6 +90,22 @@ export interface RunningServer {
   shutdown(reason: string): Promise<boolean>;
 }
 
+/**
+ * The admin listener's limits from the webhook's: the same header and request timeouts and header size, a keep-alive of
+ * at most 5 s (a scraper's GET that loses the race with a closing connection is simply retried), and room for 64
+ * connections, far more than kubelet's probes and a scraper open.
+ */
+export function adminLimitsOf(limits: Partial<ServerLimits> = {}): AdminLimits {
+  const webhook = { ...DEFAULT_LIMITS, ...limits };
+  return {
+    headersTimeoutMs: webhook.headersTimeoutMs,
+    requestTimeoutMs: webhook.requestTimeoutMs,
+    keepAliveTimeoutMs: Math.min(webhook.keepAliveTimeoutMs, DEFAULT_ADMIN_LIMITS.keepAliveTimeoutMs),
+    maxConnections: DEFAULT_ADMIN_LIMITS.maxConnections,
+    maxHeaderBytes: webhook.maxHeaderBytes,
+  };
+}
+
 const urlOf = (scheme: string, address: ListenAddress, port: number): string =>
   `${scheme}://${address.host.includes(':') ? `[${address.host}]` : address.host}:${port}`;
 
@@ -117,7 +133,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.onAdmitted && { onAdmitted: options.onAdmitted }),
     ...(options.limits && { limits: options.limits }),
   });
-  const admin = buildAdminApp({ metrics, readiness, logger });
+  const admin = buildAdminApp({ metrics, readiness, logger, limits: adminLimitsOf(options.limits) });
 
   await listenAs('webhook', webhook, webhookAddress, options.addr);
   const webhookPort = (webhook.server.address() as { port: number }).port;
@@ -169,7 +185,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         webhook.server.closeAllConnections();
       }
       reloader.stop();
-      await admin.close();
+      // The admin listener has nothing left to answer: a probe or scrape still on it (or a client that stopped reading
+      // its answer) is cut off rather than waited for.
+      const adminClosed = admin.close();
+      admin.server.closeAllConnections();
+      await adminClosed;
       logger.info({ clean }, 'proxy-injector stopped');
       return clean;
     })();

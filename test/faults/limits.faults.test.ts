@@ -163,6 +163,29 @@ describe('the limits of serve, set short', () => {
     expect(answer).toBe('closed without an answer');
   });
 
+  it('the admin port: a connection that sends nothing gets 408 at --header-timeout, a GET with a body is answered and closed', async () => {
+    const admin = new URL(injector.adminUrl);
+    const watch = (write: string): Promise<{ text: string; lifetimeMs: number }> =>
+      new Promise((resolve) => {
+        const socket = tcpConnect({ host: admin.hostname, port: Number(admin.port) }).on('error', () => {});
+        const started = performance.now();
+        let text = '';
+        socket.on('data', (c: Buffer) => (text += c.toString('latin1')));
+        socket.once('connect', () => {
+          if (write) socket.write(write);
+        });
+        socket.once('close', () => resolve({ text, lifetimeMs: performance.now() - started }));
+      });
+    const idle = await watch('');
+    expect(idle.text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(idle.lifetimeMs).toBeGreaterThan(900);
+    expect(idle.lifetimeMs).toBeLessThan(1000 + SLACK_MS);
+    const withBody = await watch('GET /ready HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000000\r\n\r\nx');
+    expect(withBody.text).toMatch(/^HTTP\/1\.1 200 /);
+    expect(withBody.lifetimeMs).toBeLessThan(SLACK_MS);
+    expect((await fetch(`${injector.adminUrl}/ready`)).status).toBe(200);
+  });
+
   it('refuses limits that make no sense with a clear message', async () => {
     await expect(startInjector(tlsDir(), ['--header-timeout', '9s', '--request-timeout', '8s'])).rejects.toThrow(
       /--header-timeout 9s is longer than --request-timeout 8s/,

@@ -1,0 +1,168 @@
+/**
+ * The admin listener's own limits, on a real socket with the limits set short: an idle or slow client is cut off at the
+ * header timeout, a body on its GET routes is never waited for, an idle keep-alive connection ends, and connections
+ * beyond the cap are closed as they arrive; a kubelet-style probe is answered throughout.
+ */
+import { get } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildAdminApp, DEFAULT_ADMIN_LIMITS, type AdminApp } from '../../src/server/admin.js';
+import { InjectorMetrics } from '../../src/server/metrics.js';
+import { adminLimitsOf } from '../../src/server/start.js';
+import { DEFAULT_LIMITS } from '../../src/server/webhook.js';
+
+/** What a loaded machine may add to a timeout before the close is seen: generous, and far below Node's defaults (60 s and more). */
+const SLACK_MS = 3_000;
+
+let app: AdminApp;
+let port: number;
+
+beforeAll(async () => {
+  app = buildAdminApp({
+    metrics: new InjectorMetrics(),
+    readiness: { notReadyBecause: () => [] },
+    logger: pino({ level: 'silent' }),
+    limits: { headersTimeoutMs: 1_000, requestTimeoutMs: 2_000, keepAliveTimeoutMs: 1_000, maxConnections: 4 },
+  });
+  await app.listen('127.0.0.1', 0);
+  port = (app.server.address() as { port: number }).port;
+});
+
+afterAll(async () => {
+  const closed = app.close();
+  app.server.closeAllConnections();
+  await closed;
+});
+
+interface Seen {
+  /** Everything the server wrote. */
+  text: string;
+  /** From the connection to its close, ms; Infinity when it was still open after `limitMs`. */
+  lifetimeMs: number;
+}
+
+/** Opens a connection, lets `act` write on it, and waits up to `limitMs` for the server to close it. */
+function watch(act: (socket: Socket) => void, limitMs: number): Promise<Seen> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    let started = 0;
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve({ text, lifetimeMs: Infinity });
+    }, limitMs);
+    socket.on('data', (c: Buffer) => (text += c.toString('latin1')));
+    socket.on('error', () => {});
+    socket.once('connect', () => {
+      started = performance.now();
+      act(socket);
+    });
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve({ text, lifetimeMs: performance.now() - started });
+    });
+  });
+}
+
+/** Writes `text` a byte every `everyMs` while the socket is open. */
+function trickle(socket: Socket, text: string, everyMs: number): void {
+  let i = 0;
+  const timer = setInterval(() => {
+    if (socket.destroyed || i >= text.length) clearInterval(timer);
+    else socket.write(text[i++] ?? '');
+  }, everyMs);
+  socket.once('close', () => clearInterval(timer));
+}
+
+/** A kubelet-style probe: a new connection, one GET, the answer read. */
+function probe(path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    get({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    }).on('error', reject);
+  });
+}
+
+describe('the admin listener, limits set short', () => {
+  it('a connection that sends nothing gets 408 at the header timeout', async () => {
+    const seen = await watch(() => {}, 1_000 + SLACK_MS);
+    expect(seen.text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(seen.lifetimeMs).toBeGreaterThan(900);
+    expect(seen.lifetimeMs).toBeLessThan(1_000 + SLACK_MS);
+  });
+
+  it('headers sent a byte at a time get 408 at the header timeout', async () => {
+    const seen = await watch((s) => trickle(s, 'GET /ready HTTP/1.1\r\nHost: localhost\r\nX-Pad: aaaaaaaaaaaaaaaaaaaa\r\n\r\n', 100), 1_000 + SLACK_MS);
+    expect(seen.text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(seen.lifetimeMs).toBeLessThan(1_000 + SLACK_MS);
+  });
+
+  it('a GET that declares a body is answered without waiting for it, and the connection closed', async () => {
+    const seen = await watch((s) => {
+      s.write('GET /ping HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000\r\n\r\n');
+      trickle(s, 'x'.repeat(1_000), 200);
+    }, SLACK_MS);
+    expect(seen.text).toMatch(/^HTTP\/1\.1 200 /);
+    expect(seen.text.toLowerCase()).toContain('connection: close');
+    expect(seen.text).toMatch(/pong\n$/);
+    expect(seen.lifetimeMs).toBeLessThan(SLACK_MS);
+  });
+
+  it('so is a chunked body, and a method with a body on a route that takes none', async () => {
+    const chunked = await watch((s) => s.write('GET /metrics HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n'), SLACK_MS);
+    expect(chunked.text.toLowerCase()).toContain('connection: close');
+    expect(chunked.lifetimeMs).toBeLessThan(SLACK_MS);
+    const post = await watch((s) => s.write('POST /ready HTTP/1.1\r\nHost: localhost\r\nContent-Length: 50\r\n\r\nabc'), SLACK_MS);
+    expect(post.text).toMatch(/^HTTP\/1\.1 405 /);
+    expect(post.lifetimeMs).toBeLessThan(SLACK_MS);
+  });
+
+  it('an idle keep-alive connection is closed at the keep-alive timeout after its last response', async () => {
+    let answered = 0;
+    const seen = await watch((s) => {
+      s.write('GET /live HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      s.once('data', () => (answered = performance.now()));
+    }, 1_000 + 2 * SLACK_MS);
+    expect(seen.text).toMatch(/^HTTP\/1\.1 200 /);
+    expect(seen.text.toLowerCase()).toContain('keep-alive: timeout=1');
+    expect(seen.lifetimeMs).toBeLessThan(1_000 + 2 * SLACK_MS);
+    expect(answered).toBeGreaterThan(0);
+  });
+
+  it('connections beyond the cap are closed as they arrive; probes are served again once others end', async () => {
+    const held = Array.from({ length: 4 }, () => connect(port, '127.0.0.1').on('error', () => {}));
+    await Promise.all(held.map((s) => new Promise((r) => s.once('connect', r))));
+    // The server counts a connection once it has accepted it; give it a moment to accept all four.
+    await new Promise((r) => setTimeout(r, 200));
+    const extra = await watch((s) => s.write('GET /ping HTTP/1.1\r\nHost: localhost\r\n\r\n'), SLACK_MS);
+    expect(extra.text).toBe('');
+    expect(extra.lifetimeMs).toBeLessThan(SLACK_MS);
+    for (const s of held) s.destroy();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await probe('/ready')).toBe(200);
+  });
+
+  it('kubelet-style probes are answered one after another', async () => {
+    for (const path of ['/ping', '/live', '/ready', '/metrics']) expect(await probe(path)).toBe(200);
+  });
+});
+
+describe('the admin listener limits serve gives', () => {
+  it('follow the webhook header and request timeouts and header size, with a keep-alive of at most 5 s and 64 connections', () => {
+    expect(adminLimitsOf()).toEqual({
+      headersTimeoutMs: DEFAULT_LIMITS.headersTimeoutMs,
+      requestTimeoutMs: DEFAULT_LIMITS.requestTimeoutMs,
+      keepAliveTimeoutMs: 5_000,
+      maxConnections: 64,
+      maxHeaderBytes: DEFAULT_LIMITS.maxHeaderBytes,
+    });
+    expect(adminLimitsOf({ headersTimeoutMs: 1_000, requestTimeoutMs: 2_000, keepAliveTimeoutMs: 2_000, maxConnections: 0 })).toMatchObject({
+      headersTimeoutMs: 1_000,
+      requestTimeoutMs: 2_000,
+      keepAliveTimeoutMs: 2_000,
+      maxConnections: DEFAULT_ADMIN_LIMITS.maxConnections,
+    });
+  });
+});
