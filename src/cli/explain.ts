@@ -391,8 +391,11 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
   };
   const explanations: Explanation[] = [];
   const problems: string[] = [];
+  // How many documents each input holds, counted once: a source with several names each by its index.
+  const perSource = new Map<string, number>();
+  for (const d of documents) perSource.set(d.source, (perSource.get(d.source) ?? 0) + 1);
   for (const d of documents) {
-    const source = `${d.source}${documents.filter((o) => o.source === d.source).length > 1 ? `#${d.index}` : ''}`;
+    const source = `${d.source}${(perSource.get(d.source) ?? 0) > 1 ? `#${d.index}` : ''}`;
     for (const object of d.objects) {
       try {
         const e = explainObject(object, source, settings);
