@@ -6,7 +6,10 @@ import { get } from 'node:https';
 import { stdinReader, type CliIo } from './command-io.js';
 import { InputError, type ReadIo } from './manifests.js';
 
-/** The most a URL may return, and the longest it may take: a slow or endless server must not hang the command. */
+/**
+ * The most a URL may return, and the longest it may take, redirects included: a slow or endless server must not hang
+ * the command, so this is a deadline for the whole answer, not a limit on the time between two bytes.
+ */
 const MAX_BYTES = 64 * 1024 * 1024;
 const TIMEOUT_MS = 30_000;
 /** As Go's http.Get, which `linkerd inject` uses. */
@@ -15,6 +18,8 @@ const MAX_REDIRECTS = 10;
 export interface UrlOptions {
   /** Certificates (PEM) trusted besides the system's; the process itself also honours NODE_EXTRA_CA_CERTS. */
   ca?: string;
+  /** The deadline for one URL, redirects included, in milliseconds (30 s); tests shorten it. */
+  timeoutMs?: number;
 }
 
 /** An argument that names a URL (scheme and host), rather than a file or directory. */
@@ -22,9 +27,27 @@ export function isUrl(arg: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\/[^/]/i.test(arg);
 }
 
-function getOnce(url: URL, options: UrlOptions, deadline: number): Promise<{ redirect?: string; body?: string }> {
-  return new Promise((resolve, reject) => {
-    const request = get(url, { ...(options.ca !== undefined && { ca: options.ca }), timeout: Math.max(1, deadline - Date.now()) }, (response) => {
+function seconds(ms: number): string {
+  return ms >= 1000 ? `${ms / 1000} s` : `${ms} ms`;
+}
+
+function getOnce(url: URL, options: UrlOptions, deadline: number, timeoutMs: number): Promise<{ redirect?: string; body?: string }> {
+  return new Promise((resolveOnce, rejectOnce) => {
+    // One timer for the whole request, body included: the socket's idle timeout alone lets a server that sends a byte
+    // now and then keep the command waiting for ever.
+    const timer = setTimeout(() => {
+      reject(new Error(`no complete answer within ${seconds(timeoutMs)}`));
+      request.destroy();
+    }, Math.max(1, deadline - Date.now()));
+    const resolve = (value: { redirect?: string; body?: string }): void => {
+      clearTimeout(timer);
+      resolveOnce(value);
+    };
+    const reject = (err: Error): void => {
+      clearTimeout(timer);
+      rejectOnce(err);
+    };
+    const request = get(url, { ...(options.ca !== undefined && { ca: options.ca }) }, (response) => {
       const status = response.statusCode ?? 0;
       const location = response.headers.location;
       if (status >= 300 && status < 400 && location !== undefined) {
@@ -50,14 +73,14 @@ function getOnce(url: URL, options: UrlOptions, deadline: number): Promise<{ red
       response.on('end', () => resolve({ body: Buffer.concat(chunks).toString('utf8') }));
       response.on('error', reject);
     });
-    request.on('timeout', () => request.destroy(new Error(`no answer within ${TIMEOUT_MS / 1000}s`)));
     request.on('error', reject);
   });
 }
 
 /** The text at an HTTPS URL, following redirects to HTTPS URLs. */
 export async function fetchText(arg: string, options: UrlOptions = {}): Promise<string> {
-  const deadline = Date.now() + TIMEOUT_MS;
+  const timeoutMs = options.timeoutMs ?? TIMEOUT_MS;
+  const deadline = Date.now() + timeoutMs;
   let url = arg;
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
     let parsed: URL;
@@ -71,7 +94,7 @@ export async function fetchText(arg: string, options: UrlOptions = {}): Promise<
     }
     let answer;
     try {
-      answer = await getOnce(parsed, options, deadline);
+      answer = await getOnce(parsed, options, deadline, timeoutMs);
     } catch (err) {
       throw new InputError(`${arg}: ${(err as Error).message}`);
     }

@@ -29,6 +29,12 @@ beforeAll(async () => {
     if (req.url === '/deployment.yaml') res.end(DEPLOYMENT);
     else if (req.url === '/moved') res.writeHead(302, { location: '/deployment.yaml' }).end();
     else if (req.url === '/to-http') res.writeHead(302, { location: 'http://127.0.0.1:1/x.yaml' }).end();
+    else if (req.url === '/trickle.yaml') {
+      // A byte every 50 ms for ever: never idle, never done.
+      res.writeHead(200);
+      const timer = setInterval(() => res.write('#'), 50);
+      res.on('close', () => clearInterval(timer));
+    } else if (req.url === '/slow-moved') setTimeout(() => res.writeHead(302, { location: '/trickle.yaml' }).end(), 200);
     else res.writeHead(404).end('not here');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -36,6 +42,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
   rmSync(dir, { recursive: true, force: true });
 });
@@ -62,6 +69,13 @@ describe('URL inputs', () => {
   ])('%s is one clear error and nothing on stdout', async (path, message) => {
     const result = await runInject([`${base}${path}`], { url: { ca } });
     expect(result).toEqual({ code: 1, stdout: '', stderr: `proxy-injector inject: ${base}${path}${message}\n` });
+  });
+
+  it.each(['/trickle.yaml', '/slow-moved'])('%s: a server that keeps sending meets one deadline for the URL, redirects included', async (path) => {
+    const started = Date.now();
+    const result = await runInject([`${base}${path}`], { url: { ca, timeoutMs: 600 } });
+    expect(result).toEqual({ code: 1, stdout: '', stderr: `proxy-injector inject: ${base}${path}: no complete answer within 600 ms\n` });
+    expect(Date.now() - started).toBeLessThan(3_000);
   });
 
   it('refuse plain HTTP, as linkerd inject does, without a request', async () => {
