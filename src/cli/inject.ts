@@ -20,6 +20,7 @@ import {
   type SkipReasonCode,
   addMapEntries,
   copyPlain,
+  setOwn,
   isObject,
   isWorkloadKind,
   names,
@@ -82,7 +83,7 @@ function withoutNulls(value: Json): Json {
   if (Array.isArray(value)) return value.map(withoutNulls);
   if (isObject(value)) {
     const out: { [key: string]: Json } = {};
-    for (const [k, v] of Object.entries(value)) if (v !== null) out[k] = withoutNulls(v as Json);
+    for (const [k, v] of Object.entries(value)) if (v !== null) setOwn(out, k, withoutNulls(v as Json));
     return out;
   }
   return value;

@@ -3,7 +3,7 @@
  * not touch keeps its comments, key order and formatting; and the same operations applied to plain JSON values.
  */
 import { isAlias, isMap, isScalar, isSeq, Pair, type Document, type Node, type YAMLMap, type YAMLSeq } from 'yaml';
-import type { AddOperation, RemoveOperation } from '../engine/index.js';
+import { setOwn, type AddOperation, type RemoveOperation } from '../engine/index.js';
 
 export type PatchOp = AddOperation | RemoveOperation;
 
@@ -55,7 +55,7 @@ export function applyAt(root: unknown, op: PatchOp, tokens: string[]): void {
     if (op.op === 'add') parent.splice(index, 0, structuredClone(op.value));
     else parent.splice(index, 1);
   } else if (isPlainObject(parent)) {
-    if (op.op === 'add') parent[last] = structuredClone(op.value);
+    if (op.op === 'add') setOwn(parent, last, structuredClone(op.value));
     else if (Object.hasOwn(parent, last)) delete parent[last];
     else throw new PatchError(`${where(op)}: no key ${JSON.stringify(last)}`);
   } else {

@@ -27,7 +27,7 @@ export { WORKLOAD_KINDS, locate, templatePrefix } from './workload.js';
 export { uninject, type RemoveOperation, type Removed, type Uninjected, type UninjectOptions } from './uninject.js';
 export type { WorkloadKind } from './workload.js';
 export * as names from './names.js';
-export { copyPlain, isObject, objectsIn } from './k8s.js';
+export { copyPlain, isObject, objectsIn, setOwn } from './k8s.js';
 export type { Container, Json, PodSpec } from './k8s.js';
 export { isWorkloadKind, mapValue, objectName, stringMap } from './workload.js';
 export { addMapEntries, compareCodeUnits } from './patch.js';

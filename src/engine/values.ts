@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import { decodeCapabilities, decodeEnvList, PULL_POLICIES, securityContextProblem, VALUES_DECODER } from './api-types.js';
 import { EngineError } from './errors.js';
-import type { EnvVar } from './k8s.js';
+import { setOwn, type EnvVar } from './k8s.js';
 import { XTABLES_LOCK_VOLUME } from './names.js';
 import { parseQuantity } from './parsers.js';
 
@@ -283,22 +283,23 @@ function mergeInto(base: Record<string, unknown>, given: Record<string, unknown>
     const at = path ? `${path}.${key}` : key;
     if (value === null || value === undefined) continue;
     const declared = DECLARED[at];
-    const current = base[key];
+    // Own entries only: `__proto__` (or `constructor`) in a values file is a key like any other, not Object.prototype.
+    const current = Object.hasOwn(base, key) ? base[key] : undefined;
     const expected: Kind | 'null' = declared?.kind ?? kindOf(current);
-    if (expected === 'null' && !(key in base)) {
-      base[key] = value; // a key the injector does not read: kept, never interpreted
+    if (expected === 'null' && !Object.hasOwn(base, key)) {
+      setOwn(base, key, value); // a key the injector does not read: kept, never interpreted
       continue;
     }
     const actual = kindOf(value);
     if (expected === 'string' && (actual === 'number' || actual === 'boolean')) {
-      base[key] = String(value);
+      setOwn(base, key, String(value));
     } else if (expected === 'number' && actual === 'number' && !Number.isFinite(value as number)) {
       throw invalid(at, 'a finite number', value);
     } else if (expected === 'map' && actual === 'map') {
-      if (declared?.replace || !isMap(current)) base[key] = structuredClone(value);
+      if (declared?.replace || !isMap(current)) setOwn(base, key, structuredClone(value));
       else mergeInto(current, value as Record<string, unknown>, at);
     } else if (expected === actual || expected === 'null') {
-      base[key] = structuredClone(value);
+      setOwn(base, key, structuredClone(value));
     } else {
       throw invalid(at, expected === 'map' ? 'a map' : expected === 'list' ? 'a list' : `a ${expected}`, value);
     }

@@ -1,6 +1,6 @@
 /** Where each workload kind keeps its pod template, and the JSON-patch prefix that reaches it. */
 import { EngineError } from './errors.js';
-import { isObject, type KubeObject, type ObjectMeta, type PodTemplate } from './k8s.js';
+import { isObject, setOwn, type KubeObject, type ObjectMeta, type PodTemplate } from './k8s.js';
 
 /** Kinds whose objects carry a pod template, lowercased as the engine reports them. */
 export const WORKLOAD_KINDS = [
@@ -98,7 +98,7 @@ function positions(names: readonly string[]): ReadonlyMap<string, number> {
 
 function stringCopy(value: Record<string, unknown>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = asString(v);
+  for (const [k, v] of Object.entries(value)) setOwn(out, k, asString(v));
   return out;
 }
 
