@@ -101,6 +101,9 @@ const MAYBE_NOT_STRING = new Set([...'~nNyYtTfFoOeE+-.0123456789']);
 const INDICATORS = new Set([...',[]{}#&*!|>\'"%@`']);
 
 /** Reads the documents of a stream as the yaml library would, or declines. */
+/** Flow collections nested deeper than this are declined (Kubernetes objects nest a few levels). */
+const MAX_FLOW_DEPTH = 64;
+
 export class FastReader {
   private readonly schema: { tags: Tag[]; options: object };
   private text = '';
@@ -476,8 +479,10 @@ export class FastReader {
     }
   }
 
-  /** A flow collection that ends on its line. */
-  private flow(p: number, end: number): { value: unknown; end: number } {
+  /** A flow collection that ends on its line; `depth` counts the collections it is in. */
+  private flow(p: number, end: number, depth = 0): { value: unknown; end: number } {
+    // Deeper collections are left to the yaml library, which reports them as errors instead of overflowing the stack.
+    if (depth >= MAX_FLOW_DEPTH) decline('a flow collection nested too deeply');
     const text = this.text;
     const open = text[p];
     const close = open === '{' ? '}' : ']';
@@ -503,7 +508,7 @@ export class FastReader {
         if (text[k] === ',' || text[k] === '}') {
           map[token as string] = null;
         } else {
-          const v = this.flowValue(k, end);
+          const v = this.flowValue(k, end, depth);
           map[token as string] = v.value;
           k = this.skipSpaces(v.end, end);
         }
@@ -516,7 +521,7 @@ export class FastReader {
     const list: unknown[] = [];
     if (text[k] === ']') return { value: list, end: k + 1 };
     for (;;) {
-      const v = this.flowValue(k, end);
+      const v = this.flowValue(k, end, depth);
       list.push(v.value);
       k = this.skipSpaces(v.end, end);
       if (text[k] === close) return { value: list, end: k + 1 };
@@ -526,9 +531,9 @@ export class FastReader {
     }
   }
 
-  private flowValue(k: number, end: number): { value: unknown; end: number } {
+  private flowValue(k: number, end: number, depth: number): { value: unknown; end: number } {
     const c = this.text[k];
-    if (c === '{' || c === '[') return this.flow(k, end);
+    if (c === '{' || c === '[') return this.flow(k, end, depth + 1);
     if (c === '"' || c === "'") return this.quoted(k, end);
     const s = this.flowPlain(k, end);
     if (this.text[s.end] === ':') decline('a pair in a flow list');

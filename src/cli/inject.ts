@@ -226,6 +226,17 @@ function readConfigFile(cwd: string, file: string, what: string): string {
   }
 }
 
+/** A --values file merged over the defaults; what is wrong with it is said after the file's name. */
+export function valuesFile(cwd: string, file: string): LinkerdValues {
+  const text = readConfigFile(cwd, file, '--values');
+  try {
+    return loadValues(text);
+  } catch (err) {
+    if (isEngineError(err)) throw new InputError(`--values ${file}: ${err.message}`);
+    throw err;
+  }
+}
+
 export interface Configured {
   values: LinkerdValues;
   warnings: Check[];
@@ -233,7 +244,7 @@ export interface Configured {
 
 /** Values (embedded or --values) with the trust anchors from --trust-anchors, the values, or the demo root. */
 export function configure(opts: ParsedOptions, cwd: string, manual: boolean): Configured {
-  let values = typeof opts['values'] === 'string' ? loadValues(readConfigFile(cwd, opts['values'], '--values')) : defaultValues();
+  let values = typeof opts['values'] === 'string' ? valuesFile(cwd, opts['values']) : defaultValues();
   const warnings: Check[] = [];
   const anchorsFile = opts['trust-anchors'];
   if (typeof anchorsFile === 'string') {

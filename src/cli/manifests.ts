@@ -2,7 +2,7 @@
  * Kubernetes manifests in and out: files, directories and stdin read as YAML 1.1 (or JSON) streams, and documents
  * written back with their comments and layout, or as JSON.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import {
   Composer,
@@ -89,14 +89,43 @@ export interface ReadIo {
   fastReader?: boolean;
 }
 
+/** What a failed stat, readdir or read says about a path, in words; undefined for the rarer errors. */
+const PATH_PROBLEMS: Record<string, string> = {
+  ENOENT: 'no such file or directory',
+  ELOOP: 'a loop of symbolic links',
+  EACCES: 'permission denied',
+  ENOTDIR: 'not a directory',
+  EISDIR: 'is a directory',
+  ENAMETOOLONG: 'the name is too long',
+};
+
+function pathProblem(shown: string, err: unknown): InputError {
+  const code = (err as NodeJS.ErrnoException).code;
+  return new InputError(`${shown}: ${(code !== undefined && PATH_PROBLEMS[code]) || (err as Error).message}`);
+}
+
+function statInput(shown: string, real: string): Stats {
+  try {
+    return statSync(real);
+  } catch (err) {
+    throw pathProblem(shown, err);
+  }
+}
+
 /** The files named by the arguments: directories walked depth-first, entries in lexical order (as Go's filepath.Walk). */
 export function expandInputs(args: readonly string[], cwd: string): string[] {
   const files: string[] = [];
   const walk = (shown: string, real: string): void => {
-    for (const name of readdirSync(real).sort(compareCodeUnits)) {
+    let entries: string[];
+    try {
+      entries = readdirSync(real);
+    } catch (err) {
+      throw pathProblem(shown, err);
+    }
+    for (const name of entries.sort(compareCodeUnits)) {
       const childShown = join(shown, name);
       const childReal = join(real, name);
-      const stat = statSync(childReal);
+      const stat = statInput(childShown, childReal);
       if (stat.isDirectory()) walk(childShown, childReal);
       else if (MANIFEST_EXTENSIONS.some((ext) => name.endsWith(ext))) files.push(childShown);
     }
@@ -107,12 +136,7 @@ export function expandInputs(args: readonly string[], cwd: string): string[] {
       continue;
     }
     const real = isAbsolute(arg) ? arg : resolve(cwd, arg);
-    let stat;
-    try {
-      stat = statSync(real);
-    } catch {
-      throw new InputError(`${arg}: no such file or directory`);
-    }
+    const stat = statInput(arg, real);
     if (stat.isDirectory()) walk(arg, real);
     else files.push(arg);
   }
@@ -132,7 +156,12 @@ function expandInputGroups(args: readonly string[], io: ReadIo): InputGroup[] {
   return args.map((arg) => {
     if (io.remote?.matches(arg)) return { arg, directory: false, files: [arg] };
     const real = isAbsolute(arg) ? arg : resolve(cwd, arg);
-    const directory = arg !== '-' && statSync(real, { throwIfNoEntry: false })?.isDirectory() === true;
+    let directory = false;
+    try {
+      directory = arg !== '-' && statSync(real, { throwIfNoEntry: false })?.isDirectory() === true;
+    } catch {
+      // expandInputs says what is wrong with it
+    }
     return { arg, directory, files: expandInputs([arg], cwd) };
   });
 }
@@ -143,9 +172,13 @@ async function readText(file: string, io: ReadIo, stdin: { text?: string }): Pro
   try {
     return readFileSync(isAbsolute(file) ? file : resolve(io.cwd, file), 'utf8');
   } catch (err) {
-    throw new InputError(`${file}: ${(err as NodeJS.ErrnoException).code === 'EISDIR' ? 'is a directory' : (err as Error).message}`);
+    throw pathProblem(file, err);
   }
 }
+
+/** The yaml library composes nested collections recursively; one nested thousands deep overflows the stack. */
+const NESTED_TOO_DEEPLY = 'collections nested too deeply to read';
+const tooDeep = (message: string): boolean => message.includes('Maximum call stack size exceeded');
 
 const LINE_OF_POSITION = / at line \d+, column \d+:?$/;
 
@@ -265,7 +298,7 @@ function* composed(text: string, offset: number, c: Composing): Generator<Manife
       }
       // The message repeats the position ("at line 6, column 1:") and adds a code frame; FILE:LINE says it already.
       const message = (problem.message.split('\n')[0] ?? '').replace(LINE_OF_POSITION, '');
-      throw new InputError(`${source}:${line}: invalid YAML: ${message || 'unknown error'}`);
+      throw new InputError(`${source}:${line}: invalid YAML: ${tooDeep(message) ? NESTED_TOO_DEEPLY : message || 'unknown error'}`);
     }
     // Only duplicate keys are left, reported above; the library will not print a document that still lists errors.
     doc.errors.length = 0;
@@ -274,7 +307,8 @@ function* composed(text: string, offset: number, c: Composing): Generator<Manife
       value = doc.toJS();
     } catch (err) {
       // An alias to an unknown anchor, or an alias bomb (yaml stops at its maxAliasCount).
-      throw new InputError(`${source}: document ${index}: invalid YAML: ${(err as Error).message}`);
+      const message = (err as Error).message;
+      throw new InputError(`${source}: document ${index}: invalid YAML: ${tooDeep(message) ? NESTED_TOO_DEEPLY : message}`);
     }
     if (value === null || value === undefined) return;
     keepTrailingComment(doc, text);

@@ -1,4 +1,5 @@
 /** `proxy-injector serve`: runs the admission webhook, configured by flags or PROXY_INJECTOR_* environment variables. */
+import { statSync } from 'node:fs';
 import type { LevelWithSilent } from 'pino';
 import { connectToCluster, createContext, type EventPolicy } from '../cluster/index.js';
 import { parseGoDuration } from '../engine/index.js';
@@ -150,6 +151,18 @@ export function serverLimits(opts: Record<LimitFlag, string>, label: (name: Limi
   return limits;
 }
 
+/** --tls-dir is created when missing; a file there is an error that says so, before anything starts. */
+function tlsDirectory(named: string, dir: string): void {
+  let stat;
+  try {
+    stat = statSync(dir, { throwIfNoEntry: false });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new Error(`${named}: ${code === 'ELOOP' ? 'a loop of symbolic links' : code === 'ENOTDIR' ? 'not a directory' : (err as Error).message}`);
+  }
+  if (stat !== undefined && !stat.isDirectory()) throw new Error(`${named}: not a directory`);
+}
+
 export async function runServe(argv: string[]): Promise<number> {
   const fromEnv = envArgs(process.env);
   const { values: opts, tokens } = parseCommandArgs({ args: [...fromEnv, ...argv], options: OPTIONS, allowPositionals: false, tokens: true });
@@ -182,6 +195,8 @@ export async function runServe(argv: string[]): Promise<number> {
       throw new UsageError(`${label(name)}: ${(err as Error).message}`);
     }
   }
+
+  tlsDirectory(`${label('tls-dir')} ${opts['tls-dir']}`, opts['tls-dir']);
 
   const logger = createLogger({ level, format });
   const metrics = new InjectorMetrics();

@@ -1,9 +1,7 @@
 /** `proxy-injector uninject`: takes Linkerd's proxy, init container, volumes and metadata out of manifests. */
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { defaultValues, isEngineError, isObject, loadValues, objectName, uninject, type Removed } from '../engine/index.js';
+import { defaultValues, isEngineError, isObject, objectName, uninject, type Removed } from '../engine/index.js';
 import { UsageError } from './inject-flags.js';
-import { notAnObject } from './inject.js';
+import { notAnObject, valuesFile } from './inject.js';
 import { failure, outputFormat, outputResult, parseCommandArgs, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { InputError, transformInputs, type ObjectChange, type OutputFormat } from './manifests.js';
 import { inputReader } from './remote-inputs.js';
@@ -81,7 +79,7 @@ export async function runUninject(argv: readonly string[], io: CliIo = {}): Prom
     return usageFailure('uninject', (err as Error).message, UNINJECT_HELP);
   }
   try {
-    const configured = values ? loadValues(readFileSync(resolve(cwd, values), 'utf8')) : defaultValues();
+    const configured = values ? valuesFile(cwd, values) : defaultValues();
     const xtablesVolume = configured.proxyInit.xtMountPath.name;
     const outcome = await transformInputs(inputs, inputReader(io, cwd), format, (object) =>
       uninjectObject(object, xtablesVolume),
@@ -92,7 +90,6 @@ export async function runUninject(argv: readonly string[], io: CliIo = {}): Prom
     return outputResult(outcome.output, stderr);
   } catch (err) {
     if (err instanceof InputError || isEngineError(err)) return failure('uninject', err.message);
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return failure('uninject', `--values ${values}: no such file`);
     throw err;
   }
 }

@@ -307,7 +307,7 @@ function mergeInto(base: Record<string, unknown>, given: Record<string, unknown>
 }
 
 function invalid(path: string, expected: string, value: unknown): EngineError {
-  const shown = JSON.stringify(value);
+  const shown = printable(JSON.stringify(value) ?? String(value));
   const got = kindOf(value);
   return new EngineError(
     'INVALID_VALUES',
@@ -345,6 +345,16 @@ function decodeApiTypes(values: LinkerdValues): void {
 }
 
 /**
+ * Text from the document, fit for a one-line message: control characters and invalid UTF-8 (binary input) escaped as
+ * JSON escapes them, and at most 120 characters.
+ */
+function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  const escaped = text.replace(/[\u0000-\u001f\u007f-\u009f\ufffd\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return escaped.length > 120 ? `${escaped.slice(0, 117)}...` : escaped;
+}
+
+/**
  * Reads a Linkerd values YAML document (for instance the `values` key of the `linkerd-config` ConfigMap) and merges it
  * over the embedded defaults. YAML 1.1 scalars are used, as Kubernetes and Helm read them. Throws an
  * `EngineError('INVALID_VALUES')` naming the offending key when the document is not usable.
@@ -354,7 +364,7 @@ export function loadValues(yamlText: string): LinkerdValues {
   try {
     doc = parseYaml(yamlText);
   } catch (err) {
-    throw new EngineError('INVALID_VALUES', `Linkerd values are not valid YAML: ${(err as Error).message}`);
+    throw new EngineError('INVALID_VALUES', `Linkerd values are not valid YAML: ${printable((err as Error).message.split('\n')[0] ?? '').replace(/:$/, '')}`);
   }
   return mergeValues(doc);
 }

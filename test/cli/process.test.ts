@@ -1,6 +1,6 @@
 /** `proxy-injector inject` and `uninject` as separate processes: real stdin, stdout, stderr and exit codes. */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -109,5 +109,63 @@ describe('the command line, consistently across commands', () => {
       });
     }
     for (const args of [['version', '--help'], ['help', 'version']]) expect(cli(args)).toEqual({ code: 0, stdout: expect.stringMatching(/^Usage: proxy-injector version\n/), stderr: '' });
+  }, 120_000);
+});
+
+describe('inputs the commands cannot use: one line naming the file and what is wrong, exit 1', () => {
+  const ANCHORS = ['--trust-anchors', 'test/fixtures/cli/trust-anchors.pem'];
+
+  it('a document nested 100,000 deep, in every command that reads manifests', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-deep-'));
+    try {
+      const file = join(dir, 'deep.yaml');
+      writeFileSync(file, `a: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`);
+      for (const command of ['inject', 'explain', 'uninject']) {
+        const args = command === 'uninject' ? [file] : [...ANCHORS, file];
+        expect(cli([command, ...args])).toEqual({
+          code: 1,
+          stdout: '',
+          stderr: `proxy-injector ${command}: ${file}:1: invalid YAML: collections nested too deeply to read\n`,
+        });
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('a loop of symbolic links, named or met in a directory; serve --tls-dir that is a file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-loop-'));
+    try {
+      symlinkSync('b.yaml', join(dir, 'a.yaml'));
+      symlinkSync('a.yaml', join(dir, 'b.yaml'));
+      expect(cli(['inject', join(dir, 'a.yaml')])).toEqual({ code: 1, stdout: '', stderr: `proxy-injector inject: ${join(dir, 'a.yaml')}: a loop of symbolic links\n` });
+      expect(cli(['explain', dir])).toEqual({ code: 1, stdout: '', stderr: `proxy-injector explain: ${join(dir, 'a.yaml')}: a loop of symbolic links\n` });
+      const file = join(dir, 'not-a-dir');
+      writeFileSync(file, '');
+      const served = cli(['serve', '--no-cluster', '--tls-dir', file, '--addr', '127.0.0.1:18790', '--admin-addr', '127.0.0.1:18791']);
+      expect(served).toEqual({ code: 1, stdout: '', stderr: `proxy-injector serve: --tls-dir ${file}: not a directory\n` });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('--values holding binary bytes: the file named, the text escaped, one line', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-values-'));
+    try {
+      const values = join(dir, 'values.bin');
+      writeFileSync(values, Buffer.from('proxy:\n  uid: \x01\x02\xff\xfe\n  x: [\x00\x80\n\x1b[31mred\n', 'latin1'));
+      for (const command of ['inject', 'uninject']) {
+        const result = cli([command, ...(command === 'inject' ? ANCHORS : []), '--values', values, 'examples/pod.yaml']);
+        expect(result).toMatchObject({ code: 1, stdout: '' });
+        expect(result.stderr).toMatch(new RegExp(`^proxy-injector ${command}: --values ${values}: Linkerd values are not valid YAML: [^\\n]+\\n$`));
+        // eslint-disable-next-line no-control-regex
+        expect(result.stderr.slice(0, -1)).not.toMatch(/[\u0000-\u001f\u007f-\u009f\ufffd]/);
+      }
+      writeFileSync(values, Buffer.from('proxy:\n  ports:\n    admin: "\x1b[31m\xff\xfe"\n', 'latin1'));
+      const result = cli(['inject', ...ANCHORS, '--values', values, 'examples/pod.yaml']);
+      expect(result.stderr).toBe(`proxy-injector inject: --values ${values}: Linkerd values: proxy.ports.admin must be a number, got "\\u001b[31m\\ufffd\\ufffd"\n`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 120_000);
 });
