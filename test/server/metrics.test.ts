@@ -144,17 +144,21 @@ describe('refused requests', () => {
     const app = buildWebhookApp({ sources: { config: () => testConfig(), namespaceAnnotations: () => undefined }, metrics, logger: silent });
     await app.listen('127.0.0.1', 0);
     const { port } = app.server.address() as AddressInfo;
-    /** Sends `bytes` on a connection of its own and returns the status line it got back. */
+    /**
+     * Sends `bytes` on a connection of its own and returns the status line it got back. The server closes the
+     * connection after answering; with bytes still unread it resets it, which ends the read, not the test. The
+     * headers that are too large stay within one read (20 KiB), so that they are all read before the answer.
+     */
     const statusOf = (bytes: string) =>
-      new Promise<string>((resolve, reject) => {
+      new Promise<string>((resolve) => {
         let answer = '';
         const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
         socket.on('data', (chunk) => (answer += String(chunk)));
-        socket.on('error', reject);
+        socket.on('error', () => socket.destroy());
         socket.on('close', () => resolve(answer.split('\r\n')[0] ?? ''));
       });
     try {
-      expect(await statusOf(`POST / HTTP/1.1\r\nHost: x\r\nX-Pad: ${'a'.repeat(64 * 1024)}\r\n\r\n`)).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+      expect(await statusOf(`POST / HTTP/1.1\r\nHost: x\r\nX-Pad: ${'a'.repeat(20 * 1024)}\r\n\r\n`)).toBe('HTTP/1.1 431 Request Header Fields Too Large');
       expect(await statusOf('HELLO\r\n\r\n')).toBe('HTTP/1.1 400 Bad Request');
       expect(await statusOf('GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n')).toBe('HTTP/1.1 400 Bad Request');
       expect(await statusOf('CONNECT example:443 HTTP/1.1\r\nHost: example:443\r\n\r\n')).toBe('HTTP/1.1 404 Not Found');
