@@ -284,6 +284,11 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
       return sendText(response, 404, `no route for ${request.method ?? ''} ${oneLine(request.url ?? '')}: POST AdmissionReviews to /\n`);
     }
     if (!isJson(request.headers['content-type'])) return refuse(response, 415, 'the body must be application/json', 'unsupported_media_type');
+    // kube-apiserver sends reviews uncompressed; an encoded body would otherwise be read as text and called invalid JSON.
+    const encoding = request.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      return refuse(response, 415, `the body must not be encoded (Content-Encoding: ${oneLine(encoding).slice(0, 64)})`, 'unsupported_media_type', true);
+    }
     const tooLarge = `the body is larger than ${MAX_BODY_BYTES} bytes`;
     // The client is told at once, and the connection is not kept: the rest of its body is not worth reading.
     if (Number(request.headers['content-length'] ?? 0) > MAX_BODY_BYTES) return refuse(response, 413, tooLarge, 'body_too_large', true);

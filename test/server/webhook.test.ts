@@ -1,4 +1,5 @@
 /** The webhook application in-process (no sockets): envelopes, round trips, bad input, failures, metrics. */
+import { gzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SourceUnavailableError, type AdmissionSources } from '../../src/admission/index.js';
@@ -154,6 +155,20 @@ describe('jsonSyntaxReason', () => {
     expect(reason('')).toBe('the body is not valid JSON: it ends before its last value does');
     expect(jsonSyntaxReason(new Error('something else'), '{')).toBe('the body is not valid JSON');
     expect(jsonSyntaxReason('not an error', '{')).toBe('the body is not valid JSON');
+  });
+});
+
+describe('an encoded body', () => {
+  it('is refused with a 415 that names the encoding, not read as JSON; identity is no encoding', async () => {
+    const { app, metrics } = setup();
+    const review = JSON.stringify(admissionReview(pod()));
+    const send = (encoding: string, payload: string | Buffer) =>
+      inject(app, { method: 'POST', url: '/', headers: { 'content-type': 'application/json', 'content-encoding': encoding }, payload });
+    const gzipped = await send('gzip', gzipSync(review));
+    expect([gzipped.statusCode, gzipped.body]).toEqual([415, 'the body must not be encoded (Content-Encoding: gzip)\n']);
+    expect((await send('deflate, gzip', review)).statusCode).toBe(415);
+    expect((await send('identity', review)).statusCode).toBe(200);
+    expect(await metrics.metrics()).toMatch(/proxy_inject_admission_refusals_total\{status="415",reason="unsupported_media_type"\} 2/);
   });
 });
 
