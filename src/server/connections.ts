@@ -8,14 +8,29 @@
 import type { Server as HttpsServer } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 
+/** A request whose body has not all arrived yet: when it started, and the connection it came on. */
+interface Arriving {
+  socket: TLSSocket;
+  started: number;
+}
+
 export class ConnectionTracker {
   private readonly inFlight = new Map<TLSSocket, number>();
+  /**
+   * Requests still arriving. node:http stops enforcing its request timeout once the listener is closed, so from then on
+   * the tracker does it for them: a client trickling its body would otherwise hold the shutdown for its whole timeout.
+   */
+  private readonly arriving = new Set<Arriving>();
   /** Responses say `Connection: close` (set when the shutdown starts, before the delay). */
   private draining = false;
   /** The listener is closed and idle connections were ended (after the delay). */
   private closed = false;
 
-  constructor(server: HttpsServer) {
+  /** `requestTimeoutMs`: the listener's request timeout, enforced by the tracker after the listener closes. */
+  constructor(
+    server: HttpsServer,
+    private readonly requestTimeoutMs = Infinity,
+  ) {
     server.on('secureConnection', (socket: TLSSocket) => {
       // A handshake that was under way when closing started finishes after closeIdle() looked: it carries no request,
       // so it is ended now rather than holding the shutdown for its whole timeout (Node stops checking header
@@ -30,6 +45,12 @@ export class ConnectionTracker {
     server.on('request', (request, response) => {
       const socket = request.socket as TLSSocket;
       this.inFlight.set(socket, (this.inFlight.get(socket) ?? 0) + 1);
+      const entry: Arriving = { socket, started: Date.now() };
+      this.arriving.add(entry);
+      const arrived = () => this.arriving.delete(entry);
+      request.once('end', arrived);
+      response.once('close', arrived);
+      if (this.closed) this.bound(entry);
       // Once closing, the client must not reuse this connection for its next review: it is about to go away.
       if (this.draining) response.setHeader('connection', 'close');
       response.once('close', () => {
@@ -64,6 +85,17 @@ export class ConnectionTracker {
         ended++;
       }
     }
+    for (const entry of this.arriving) this.bound(entry);
     return ended;
+  }
+
+  /** Ends the connection of a request whose body has not all arrived by the request timeout. */
+  private bound(entry: Arriving): void {
+    // 0 means none, as it does to node:http.
+    if (!(this.requestTimeoutMs > 0) || !Number.isFinite(this.requestTimeoutMs)) return;
+    const left = Math.max(0, entry.started + this.requestTimeoutMs - Date.now());
+    setTimeout(() => {
+      if (this.arriving.delete(entry)) entry.socket.destroy();
+    }, left).unref();
   }
 }

@@ -149,7 +149,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
   const adminPort = (admin.server.address() as { port: number }).port;
 
-  const connections = new ConnectionTracker(webhook.server);
+  const connections = new ConnectionTracker(webhook.server, webhook.server.requestTimeout);
   const reloader = new CertificateReloader(pair, {
     dir: options.tlsDir,
     logger,

@@ -153,6 +153,19 @@ describe('SIGTERM', () => {
     expect(served.logs.some((l) => l.includes('did not finish in time'))).toBe(true);
   }, 60_000);
 
+  it('a request still arriving when the listener closes is held to the request timeout, not the shutdown timeout', async () => {
+    // node:http stops enforcing its request timeout once the listener is closed: the trickling client used to hold the
+    // process for the whole shutdown timeout, which then ended unclean (exit 1).
+    const served = await serve(['--header-timeout', '1s', '--request-timeout', '2s', '--shutdown-timeout', '50s']);
+    const stuck = httpsPost(served.webhookUrl, { ca: served.ca, body, splitBodyMs: 60_000 }).catch((err: Error) => err);
+    await new Promise((r) => setTimeout(r, 300));
+    served.child.kill('SIGTERM');
+    expect(await served.exited).toBe(0);
+    expect(await stuck).toBeInstanceOf(Error);
+    expect(served.logs.some((l) => l.includes('"clean":true'))).toBe(true);
+    expect(served.logs.some((l) => l.includes('did not finish in time'))).toBe(false);
+  }, 60_000);
+
   it('refuses bad flags with a clear message, the usage line and exit code 2', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), 'serve', '--tls-min-version', '1.1'], {
       cwd: root,
