@@ -1,7 +1,7 @@
 /** The Linkerd configuration from files (a values YAML and a trust-anchors PEM), re-read when they change. */
 import { readFileSync, statSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { checkTrustAnchors, defaultValues, loadValues, withTrustAnchors, type InjectorConfig, type LinkerdValues } from '../engine/index.js';
+import { defaultValues, loadValues, withCheckedTrustAnchors, type InjectorConfig, type LinkerdValues } from '../engine/index.js';
 import { ConfigHolder, type ConfigSource } from './config-source.js';
 
 export interface FileConfigOptions {
@@ -63,13 +63,8 @@ export class FileConfigSource implements ConfigSource {
     const source = `${valuesPath ?? '(embedded defaults)'}${trustAnchorsPath ? ` and ${trustAnchorsPath}` : ''}`;
     this.holder.offer(source, () => {
       const values: LinkerdValues = valuesPath ? loadValues(read(valuesPath, 'values')) : defaultValues();
-      if (!trustAnchorsPath) {
-        checkTrustAnchors(values.identityTrustAnchorsPEM, `identityTrustAnchorsPEM in the values file ${valuesPath ?? '(embedded defaults)'}`);
-        return values;
-      }
-      const pem = read(trustAnchorsPath, 'trust anchors');
-      checkTrustAnchors(pem, `the trust anchors file ${trustAnchorsPath}`);
-      return withTrustAnchors(values, pem);
+      const anchors = trustAnchorsPath ? { pem: read(trustAnchorsPath, 'trust anchors'), source: `the trust anchors file ${trustAnchorsPath}` } : undefined;
+      return withCheckedTrustAnchors(values, anchors, `the values file ${valuesPath ?? '(embedded defaults)'}`);
     });
   }
 

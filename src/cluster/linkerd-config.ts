@@ -5,7 +5,7 @@
  */
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { checkTrustAnchors, loadValues, withTrustAnchors, type InjectorConfig } from '../engine/index.js';
+import { loadValues, withCheckedTrustAnchors, type InjectorConfig } from '../engine/index.js';
 import type { ApiClient } from './client.js';
 import { ConfigHolder, type ConfigSource } from './config-source.js';
 import { ResilientInformer } from './informer.js';
@@ -89,13 +89,8 @@ export class ApiConfigSource implements ConfigSource {
     this.applied = fingerprint;
     this.holder.offer(`ConfigMaps ${ns}/${LINKERD_CONFIG}${anchors !== undefined ? ` and ${ns}/${TRUST_ROOTS}` : ''}`, () => {
       if (values === undefined) throw new Error(`ConfigMap ${ns}/${LINKERD_CONFIG} has no "values" key`);
-      const parsed = loadValues(values);
-      if (anchors === undefined) {
-        checkTrustAnchors(parsed.identityTrustAnchorsPEM, `identityTrustAnchorsPEM in ConfigMap ${ns}/${LINKERD_CONFIG}`);
-        return parsed;
-      }
-      checkTrustAnchors(anchors, `the "ca-bundle.crt" of ConfigMap ${ns}/${TRUST_ROOTS}`);
-      return withTrustAnchors(parsed, anchors);
+      const given = anchors !== undefined ? { pem: anchors, source: `the "ca-bundle.crt" of ConfigMap ${ns}/${TRUST_ROOTS}` } : undefined;
+      return withCheckedTrustAnchors(loadValues(values), given, `ConfigMap ${ns}/${LINKERD_CONFIG}`);
     });
   }
 }

@@ -17,7 +17,7 @@ export type { AnnotationAt, Origin, SkipReason, SkipReasonCode } from './decisio
 export { EngineError, isEngineError } from './errors.js';
 export type { EngineErrorCode } from './errors.js';
 export { DEFAULT_LINKERD_VERSION, defaultValues, loadValues, mergeValues, withTrustAnchors } from './values.js';
-export { checkTrustAnchors } from './trust-anchors.js';
+export { checkTrustAnchors, lineAt, withCheckedTrustAnchors } from './trust-anchors.js';
 export type { LinkerdValues } from './values.js';
 export { iptablesPlan } from './iptables.js';
 export type { IptablesPlan } from './iptables.js';

@@ -336,7 +336,7 @@ function interpretSuffix(suffix: string): Suffix | undefined {
  * Longer quantity texts are refused unread: no quantity a pod needs is near it, and the digits of a longer one would
  * cost time growing faster than their number (a value of a few MiB took seconds).
  */
-export const MAX_QUANTITY_LENGTH = 128;
+const MAX_QUANTITY_LENGTH = 128;
 
 /** A Kubernetes resource.Quantity parsed per k8s.io/apimachinery ParseQuantity grammar. */
 export function parseQuantity(text: string): Quantity | undefined {

@@ -5,6 +5,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { EngineError } from './errors.js';
+import { withTrustAnchors, type LinkerdValues } from './values.js';
 
 const BEGIN = /-----BEGIN ([A-Z0-9 ]{1,64})-----/g;
 const PRIVATE_KEY = /-----BEGIN [A-Z0-9 ]{0,64}PRIVATE KEY-----/;
@@ -13,7 +14,7 @@ const WHITESPACE = /^\s*$/;
 const BASE64_BODY = /^[A-Za-z0-9+/=\s]+$/;
 
 /** The line (1-based) where `offset` falls in `text`, to say where something is without echoing it. */
-function lineAt(text: string, offset: number): number {
+export function lineAt(text: string, offset: number): number {
   let line = 1;
   for (let i = text.indexOf('\n'); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) line++;
   return line;
@@ -64,4 +65,17 @@ export function checkTrustAnchors(pem: string, source: string): number {
     );
   }
   return count;
+}
+
+/**
+ * The values with the trust anchors in force, checked: `anchors` when given (a file, a ConfigMap key), else the values'
+ * own `identityTrustAnchorsPEM`, described by `valuesSource`. Throws as checkTrustAnchors does.
+ */
+export function withCheckedTrustAnchors(values: LinkerdValues, anchors: { pem: string; source: string } | undefined, valuesSource: string): LinkerdValues {
+  if (anchors === undefined) {
+    checkTrustAnchors(values.identityTrustAnchorsPEM, `identityTrustAnchorsPEM in ${valuesSource}`);
+    return values;
+  }
+  checkTrustAnchors(anchors.pem, anchors.source);
+  return withTrustAnchors(values, anchors.pem);
 }
