@@ -1,8 +1,9 @@
 /** The admin listener: Prometheus metrics and the health endpoints kubelet probes. */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Logger } from 'pino';
-import { answerClientErrors, closeServer, listen, pathOf, sendText, TEXT, type HttpApp, type RequestHandler } from './http.js';
+import { answerClientErrors, applyLimits, closeServer, listen, pathOf, sendText, serverOptionsOf, TEXT, type ConnectionLimits, type HttpApp, type RequestHandler } from './http.js';
 import type { InjectorMetrics } from './metrics.js';
+import { DEFAULT_LIMITS, type ServerLimits } from './webhook.js';
 
 export interface Readiness {
   /** Empty when ready; otherwise what is still missing, e.g. "configuration not loaded". */
@@ -17,29 +18,29 @@ export type AdminApp = HttpApp<Server>;
  * and read the answer, and a Prometheus scraper or two, which keep a connection between scrapes: a few connections, each
  * sending a few hundred bytes of headers at once.
  */
-export interface AdminLimits {
-  /** From the connection (or the previous response) to the end of a request's headers; a stalled client gets 408. */
-  headersTimeoutMs: number;
-  /** From the start of a request to its end; a stalled client gets 408. */
-  requestTimeoutMs: number;
-  /** How long an idle keep-alive connection is kept between requests. */
-  keepAliveTimeoutMs: number;
-  /** Open connections beyond this are closed as they arrive. */
-  maxConnections: number;
-  /** Request line and headers together, bytes; more gets 431. */
-  maxHeaderBytes: number;
+export type AdminLimits = ConnectionLimits;
+
+/** A scraper's GET that loses the race with a closing connection is simply retried: keep-alive can be short here. */
+const ADMIN_KEEP_ALIVE_MS = 5_000;
+/** Far more than kubelet's probes and a scraper open. */
+const ADMIN_MAX_CONNECTIONS = 64;
+
+/**
+ * The admin listener's limits from the webhook's: the same header and request timeouts and header size, a keep-alive of
+ * at most 5 s, and room for 64 connections.
+ */
+export function adminLimitsOf(limits: Partial<ServerLimits> = {}): AdminLimits {
+  const webhook = { ...DEFAULT_LIMITS, ...limits };
+  return {
+    headersTimeoutMs: webhook.headersTimeoutMs,
+    requestTimeoutMs: webhook.requestTimeoutMs,
+    keepAliveTimeoutMs: Math.min(webhook.keepAliveTimeoutMs, ADMIN_KEEP_ALIVE_MS),
+    maxConnections: ADMIN_MAX_CONNECTIONS,
+    maxHeaderBytes: webhook.maxHeaderBytes,
+  };
 }
 
-export const DEFAULT_ADMIN_LIMITS: AdminLimits = {
-  headersTimeoutMs: 5_000,
-  requestTimeoutMs: 8_000,
-  keepAliveTimeoutMs: 5_000,
-  maxConnections: 64,
-  maxHeaderBytes: 16 * 1024,
-};
-
-/** Node checks header and request timeouts on a timer; this often, as on the webhook listener. */
-const CONNECTIONS_CHECKING_INTERVAL_MS = 500;
+export const DEFAULT_ADMIN_LIMITS: AdminLimits = adminLimitsOf();
 
 /** A request that declares a body (no route here takes one): it is answered without being read, and the connection closed. */
 function hasBody(request: IncomingMessage): boolean {
@@ -93,20 +94,8 @@ export function buildAdminApp(options: { metrics: InjectorMetrics; readiness: Re
     );
   };
 
-  // node:http reads these at construction (the checking interval is fixed then), so they go to createServer itself.
-  const server = createServer(
-    {
-      requestTimeout: limits.requestTimeoutMs,
-      headersTimeout: limits.headersTimeoutMs,
-      keepAliveTimeout: limits.keepAliveTimeoutMs,
-      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
-      maxHeaderSize: limits.maxHeaderBytes,
-    },
-    handle,
-  );
-  server.headersTimeout = limits.headersTimeoutMs;
-  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
-  server.maxConnections = limits.maxConnections;
+  const server = createServer(serverOptionsOf(limits), handle);
+  applyLimits(server, limits);
   answerClientErrors(server, () => {});
   return { server, handle, listen: (host, port) => listen(server, host, port), close: () => closeServer(server) };
 }

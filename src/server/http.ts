@@ -21,6 +21,41 @@ export interface HttpApp<S extends HttpServer | HttpsServer> {
 
 export const TEXT = 'text/plain; charset=utf-8';
 
+/** What bounds one client on either listener. */
+export interface ConnectionLimits {
+  /** From the connection (or the previous response) to the end of a request's headers; a stalled client gets 408. */
+  headersTimeoutMs: number;
+  /** From the start of a request to the end of its body; a stalled client gets 408. */
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection is kept between requests. */
+  keepAliveTimeoutMs: number;
+  /** Open connections beyond this are closed as they arrive (0: unlimited). */
+  maxConnections: number;
+  /** Request line and headers together, bytes; more gets 431. */
+  maxHeaderBytes: number;
+}
+
+/** Node checks header and request timeouts on a timer; this often, so a timeout is enforced within about a second. */
+const CONNECTIONS_CHECKING_INTERVAL_MS = 500;
+
+/** The limits node:http reads at construction (the checking interval is fixed then): for createServer itself. */
+export function serverOptionsOf(limits: ConnectionLimits) {
+  return {
+    requestTimeout: limits.requestTimeoutMs,
+    headersTimeout: limits.headersTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+    maxHeaderSize: limits.maxHeaderBytes,
+  };
+}
+
+/** The limits set on the server once it exists. */
+export function applyLimits(server: HttpServer | HttpsServer, limits: ConnectionLimits): void {
+  server.headersTimeout = limits.headersTimeoutMs;
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
+}
+
 /** Answers with a short text; `close` asks the client not to reuse the connection. */
 export function sendText(response: ServerResponse, status: number, text: string, close = false): void {
   const headers: Record<string, string | number> = { 'content-type': TEXT, 'content-length': Buffer.byteLength(text) };
@@ -45,6 +80,13 @@ export function listen(server: HttpServer | HttpsServer, host: string, port: num
       resolve();
     });
   });
+}
+
+/** Closes an app's listener and ends every connection on it now, busy or not. */
+export async function closeNow(app: HttpApp<HttpServer | HttpsServer>): Promise<void> {
+  const closed = app.close();
+  app.server.closeAllConnections();
+  await closed;
 }
 
 /** Closes the listener; node:http ends idle keep-alive connections itself and waits for busy ones. */

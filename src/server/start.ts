@@ -3,10 +3,11 @@ import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { AnswerCache, type AdmissionSources } from '../admission/index.js';
 import { CertificateReloader, ensureCertificates, loadKeyPair } from '../tls/index.js';
-import { buildAdminApp, DEFAULT_ADMIN_LIMITS, type AdminApp, type AdminLimits } from './admin.js';
+import { adminLimitsOf, buildAdminApp, type AdminApp } from './admin.js';
 import { ConnectionTracker } from './connections.js';
+import { closeNow } from './http.js';
 import { InjectorMetrics } from './metrics.js';
-import { buildWebhookApp, DEFAULT_LIMITS, type ServerLimits, type WebhookApp } from './webhook.js';
+import { buildWebhookApp, type ServerLimits, type WebhookApp } from './webhook.js';
 
 export interface ListenAddress {
   host: string;
@@ -90,22 +91,6 @@ export interface RunningServer {
   shutdown(reason: string): Promise<boolean>;
 }
 
-/**
- * The admin listener's limits from the webhook's: the same header and request timeouts and header size, a keep-alive of
- * at most 5 s (a scraper's GET that loses the race with a closing connection is simply retried), and room for 64
- * connections, far more than kubelet's probes and a scraper open.
- */
-export function adminLimitsOf(limits: Partial<ServerLimits> = {}): AdminLimits {
-  const webhook = { ...DEFAULT_LIMITS, ...limits };
-  return {
-    headersTimeoutMs: webhook.headersTimeoutMs,
-    requestTimeoutMs: webhook.requestTimeoutMs,
-    keepAliveTimeoutMs: Math.min(webhook.keepAliveTimeoutMs, DEFAULT_ADMIN_LIMITS.keepAliveTimeoutMs),
-    maxConnections: DEFAULT_ADMIN_LIMITS.maxConnections,
-    maxHeaderBytes: webhook.maxHeaderBytes,
-  };
-}
-
 const urlOf = (scheme: string, address: ListenAddress, port: number): string =>
   `${scheme}://${address.host.includes(':') ? `[${address.host}]` : address.host}:${port}`;
 
@@ -142,9 +127,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await listenAs('admin', admin, adminAddress, options.adminAddr, adminAddress.port === webhookPort ? 'the webhook listener is on that port' : undefined);
   } catch (err) {
     // Nothing else has started yet: the webhook listener is the one thing to stop, with any connection it took meanwhile.
-    const closed = webhook.close();
-    webhook.server.closeAllConnections();
-    await closed;
+    await closeNow(webhook);
     throw err;
   }
   const adminPort = (admin.server.address() as { port: number }).port;
@@ -187,9 +170,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       reloader.stop();
       // The admin listener has nothing left to answer: a probe or scrape still on it (or a client that stopped reading
       // its answer) is cut off rather than waited for.
-      const adminClosed = admin.close();
-      admin.server.closeAllConnections();
-      await adminClosed;
+      await closeNow(admin);
       logger.info({ clean }, 'proxy-injector stopped');
       return clean;
     })();

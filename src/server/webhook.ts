@@ -15,9 +15,9 @@ import {
   type AdmissionSources,
   type HandledAdmission,
 } from '../admission/index.js';
-import { objectName } from '../engine/index.js';
+import { lineAt, objectName } from '../engine/index.js';
 import { oneLine } from '../tls/index.js';
-import { answerClientErrors, closeServer, listen, pathOf, sendText, type HttpApp, type RequestHandler } from './http.js';
+import { answerClientErrors, applyLimits, closeServer, listen, pathOf, sendText, serverOptionsOf, type ConnectionLimits, type HttpApp, type RequestHandler } from './http.js';
 import { infoLineOf, type InfoLine, type LineValue } from './logger.js';
 import type { InjectorMetrics, RefusalReason } from './metrics.js';
 
@@ -45,21 +45,11 @@ export interface WebhookOptions {
  * What a client may hold on the webhook listener. Every timeout is well inside kube-apiserver's 10 s webhook timeout
  * (after which the answer is useless anyway), so a slow or stalled client is cut off long before it matters.
  */
-export interface ServerLimits {
+export interface ServerLimits extends ConnectionLimits {
   /** From TCP accept to a finished TLS handshake (Node's default is 120 s). */
   handshakeTimeoutMs: number;
-  /** From the connection (or the previous response) to the end of a request's headers; a stalled client gets 408. */
-  headersTimeoutMs: number;
-  /** From the start of a request to the end of its body; a stalled client gets 408. */
-  requestTimeoutMs: number;
-  /** How long an idle keep-alive connection is kept between requests. */
-  keepAliveTimeoutMs: number;
-  /** Open connections beyond this are closed as they arrive (0: unlimited). */
-  maxConnections: number;
   /** Requests served on one connection before it is closed (`Connection: close`); 0: unlimited. */
   maxRequestsPerSocket: number;
-  /** Request line and headers together, bytes; more gets 431. */
-  maxHeaderBytes: number;
 }
 
 export const DEFAULT_LIMITS: ServerLimits = {
@@ -71,9 +61,6 @@ export const DEFAULT_LIMITS: ServerLimits = {
   maxRequestsPerSocket: 0,
   maxHeaderBytes: 16 * 1024,
 };
-
-/** Node checks header and request timeouts on a timer; this often, so a timeout is enforced within about a second. */
-const CONNECTIONS_CHECKING_INTERVAL_MS = 500;
 
 export function resourceName(request: AdmissionRequest, handled: HandledAdmission): string {
   const result = handled.kind === 'evaluated' ? handled.result : undefined;
@@ -115,10 +102,8 @@ export function jsonSyntaxReason(err: unknown, text: string): string {
   if (at) {
     const position = Math.min(Number(at[3]), text.length);
     const lineStart = text.lastIndexOf('\n', position - 1) + 1;
-    let line = 1;
-    for (let i = text.indexOf('\n'); i !== -1 && i < lineStart; i = text.indexOf('\n', i + 1)) line++;
     const what = (at[1] ?? '').replace(/^./, (c) => c.toLowerCase()) + (at[2] === 'after' ? ' after the JSON' : '');
-    return `the body is not valid JSON: ${what} at line ${line}, column ${position - lineStart + 1}`;
+    return `the body is not valid JSON: ${what} at line ${lineAt(text, lineStart)}, column ${position - lineStart + 1}`;
   }
   if (message.startsWith('Unexpected end of JSON input')) return 'the body is not valid JSON: it ends before its last value does';
   if (message.startsWith('Unexpected token')) return 'the body is not valid JSON: an unexpected character';
@@ -298,22 +283,13 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     });
   };
 
-  // node:http reads these at construction (the checking interval is fixed then), so they go to createServer itself.
-  const serverOptions = {
-    requestTimeout: limits.requestTimeoutMs,
-    headersTimeout: limits.headersTimeoutMs,
-    keepAliveTimeout: limits.keepAliveTimeoutMs,
-    connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
-    maxHeaderSize: limits.maxHeaderBytes,
-  };
+  const serverOptions = serverOptionsOf(limits);
   const server: HttpsServer = options.tls
     ? createHttpsServer({ ...serverOptions, handshakeTimeout: limits.handshakeTimeoutMs, key: options.tls.key, cert: options.tls.cert, minVersion: options.tls.minVersion }, handle)
     : // Plain HTTP serves only in-process tests, which use nothing of the TLS server.
       (createHttpServer(serverOptions, handle) as unknown as HttpsServer);
-  server.headersTimeout = limits.headersTimeoutMs;
-  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  applyLimits(server, limits);
   server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
-  if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
   answerClientErrors(server, (code) => {
     if (code === 'ERR_HTTP_REQUEST_TIMEOUT') metrics.refused(408, 'request_timeout');
     else if (code === 'HPE_HEADER_OVERFLOW') metrics.refused(431, 'headers_too_large');

@@ -7,9 +7,8 @@ import { get } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildAdminApp, DEFAULT_ADMIN_LIMITS, type AdminApp } from '../../src/server/admin.js';
+import { adminLimitsOf, buildAdminApp, DEFAULT_ADMIN_LIMITS, type AdminApp } from '../../src/server/admin.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
-import { adminLimitsOf } from '../../src/server/start.js';
 import { DEFAULT_LIMITS } from '../../src/server/webhook.js';
 
 /** What a loaded machine may add to a timeout before the close is seen: generous, and far below Node's defaults (60 s and more). */
