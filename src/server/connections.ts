@@ -5,22 +5,24 @@
  * when a dial it started loses the race to a connection freed meanwhile. Without this, every SIGTERM waited the whole
  * shutdown timeout for them and exited as if requests had been cut off.
  */
+import type { IncomingMessage } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 
-/** A request whose body has not all arrived yet: when it started, and the connection it came on. */
-interface Arriving {
-  socket: TLSSocket;
+/** The latest request on a connection, and when it started. */
+interface Latest {
+  request: IncomingMessage;
   started: number;
 }
 
 export class ConnectionTracker {
   private readonly inFlight = new Map<TLSSocket, number>();
   /**
-   * Requests still arriving. node:http stops enforcing its request timeout once the listener is closed, so from then on
-   * the tracker does it for them: a client trickling its body would otherwise hold the shutdown for its whole timeout.
+   * Each connection's latest request. node:http stops enforcing its request timeout once the listener is closed, so from
+   * then on the tracker does it for a request whose body has not all arrived (`complete` false): a client trickling its
+   * body would otherwise hold the shutdown for its whole timeout.
    */
-  private readonly arriving = new Set<Arriving>();
+  private readonly latest = new Map<TLSSocket, Latest>();
   /** Responses say `Connection: close` (set when the shutdown starts, before the delay). */
   private draining = false;
   /** The listener is closed and idle connections were ended (after the delay). */
@@ -40,17 +42,17 @@ export class ConnectionTracker {
         return;
       }
       this.inFlight.set(socket, 0);
-      socket.once('close', () => this.inFlight.delete(socket));
+      socket.once('close', () => {
+        this.inFlight.delete(socket);
+        this.latest.delete(socket);
+      });
     });
     server.on('request', (request, response) => {
       const socket = request.socket as TLSSocket;
       this.inFlight.set(socket, (this.inFlight.get(socket) ?? 0) + 1);
-      const entry: Arriving = { socket, started: Date.now() };
-      this.arriving.add(entry);
-      const arrived = () => this.arriving.delete(entry);
-      request.once('end', arrived);
-      response.once('close', arrived);
-      if (this.closed) this.bound(entry);
+      const latest: Latest = { request, started: Date.now() };
+      this.latest.set(socket, latest);
+      if (this.closed) this.bound(socket, latest);
       // Once closing, the client must not reuse this connection for its next review: it is about to go away.
       if (this.draining) response.setHeader('connection', 'close');
       response.once('close', () => {
@@ -85,17 +87,17 @@ export class ConnectionTracker {
         ended++;
       }
     }
-    for (const entry of this.arriving) this.bound(entry);
+    for (const [socket, latest] of this.latest) this.bound(socket, latest);
     return ended;
   }
 
   /** Ends the connection of a request whose body has not all arrived by the request timeout. */
-  private bound(entry: Arriving): void {
+  private bound(socket: TLSSocket, { request, started }: Latest): void {
     // 0 means none, as it does to node:http.
-    if (!(this.requestTimeoutMs > 0) || !Number.isFinite(this.requestTimeoutMs)) return;
-    const left = Math.max(0, entry.started + this.requestTimeoutMs - Date.now());
+    if (request.complete || !(this.requestTimeoutMs > 0) || !Number.isFinite(this.requestTimeoutMs)) return;
+    const left = Math.max(0, started + this.requestTimeoutMs - Date.now());
     setTimeout(() => {
-      if (this.arriving.delete(entry)) entry.socket.destroy();
+      if (!request.complete) socket.destroy();
     }, left).unref();
   }
 }
