@@ -100,10 +100,10 @@ const MAYBE_NOT_STRING = new Set([...'~nNyYtTfFoOeE+-.0123456789']);
 
 const INDICATORS = new Set([...',[]{}#&*!|>\'"%@`']);
 
-/** Reads the documents of a stream as the yaml library would, or declines. */
 /** Flow collections nested deeper than this are declined (Kubernetes objects nest a few levels). */
 const MAX_FLOW_DEPTH = 64;
 
+/** Reads the documents of a stream as the yaml library would, or declines. */
 export class FastReader {
   private readonly schema: { tags: Tag[]; options: object };
   private text = '';

@@ -21,6 +21,7 @@ import {
   type ToStringOptions,
 } from 'yaml';
 import { compareCodeUnits } from '../engine/index.js';
+import { pathProblemText } from './command-io.js';
 import { Declined, FastReader, type FastBlock, type FastDocument } from './fast-yaml.js';
 import { applyToValue, documentPatcher, sameValue, type PatchOp } from './yaml-patch.js';
 import { Splicer, type Edit } from './yaml-splice.js';
@@ -89,19 +90,8 @@ export interface ReadIo {
   fastReader?: boolean;
 }
 
-/** What a failed stat, readdir or read says about a path, in words; undefined for the rarer errors. */
-const PATH_PROBLEMS: Record<string, string> = {
-  ENOENT: 'no such file or directory',
-  ELOOP: 'a loop of symbolic links',
-  EACCES: 'permission denied',
-  ENOTDIR: 'not a directory',
-  EISDIR: 'is a directory',
-  ENAMETOOLONG: 'the name is too long',
-};
-
 function pathProblem(shown: string, err: unknown): InputError {
-  const code = (err as NodeJS.ErrnoException).code;
-  return new InputError(`${shown}: ${(code !== undefined && PATH_PROBLEMS[code]) || (err as Error).message}`);
+  return new InputError(`${shown}: ${pathProblemText(err)}`);
 }
 
 function statInput(shown: string, real: string): Stats {

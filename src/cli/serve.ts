@@ -4,7 +4,7 @@ import type { LevelWithSilent } from 'pino';
 import { connectToCluster, createContext, type EventPolicy } from '../cluster/index.js';
 import { parseGoDuration } from '../engine/index.js';
 import { createLogger, InjectorMetrics, ListenError, LOG_LEVELS, parseListenAddress, startServer, type LogFormat, type RunningServer, type ServerLimits } from '../server/index.js';
-import { parseCommandArgs } from './command-io.js';
+import { parseCommandArgs, pathProblemText } from './command-io.js';
 import { UsageError } from './inject-flags.js';
 
 /** How long a stopped server waits for its last log lines to be written before it exits regardless. */
@@ -157,8 +157,7 @@ function tlsDirectory(named: string, dir: string): void {
   try {
     stat = statSync(dir, { throwIfNoEntry: false });
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new Error(`${named}: ${code === 'ELOOP' ? 'a loop of symbolic links' : code === 'ENOTDIR' ? 'not a directory' : (err as Error).message}`);
+    throw new Error(`${named}: ${pathProblemText(err)}`);
   }
   if (stat !== undefined && !stat.isDirectory()) throw new Error(`${named}: not a directory`);
 }
