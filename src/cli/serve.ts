@@ -48,12 +48,15 @@ Limits on the webhook listener (all well inside kube-apiserver's 10 s webhook ti
                                response (default 5s)
   --request-timeout DURATION   to send a whole request, headers and body (default 8s)
   --keep-alive-timeout DURATION  idle time between requests on a connection (default 30s)
+  --stall-timeout DURATION     while a request is answered, longest nothing may move on its connection
+                               (a client not reading its answers) before it is closed; at least
+                               --request-timeout (default 10s)
   --max-connections N          open connections; more are closed as they arrive (default 1000, 0: no limit)
   --max-requests-per-connection N  then the connection is closed after its response (default 0: no limit)
   --max-header-bytes N         request line and headers; more gets 431 (default 16384)
   -h, --help                   this help
 
-The admin listener takes the same header and request timeouts and header size as the webhook, a
+The admin listener takes the same header, request and stall timeouts and header size as the webhook, a
 keep-alive of at most 5s, and at most 64 connections.
 `;
 
@@ -77,6 +80,7 @@ const OPTIONS = {
   'header-timeout': { type: 'string', default: '5s' },
   'request-timeout': { type: 'string', default: '8s' },
   'keep-alive-timeout': { type: 'string', default: '30s' },
+  'stall-timeout': { type: 'string', default: '10s' },
   'max-connections': { type: 'string', default: '1000' },
   'max-requests-per-connection': { type: 'string', default: '0' },
   'max-header-bytes': { type: 'string', default: '16384' },
@@ -130,6 +134,7 @@ type LimitFlag =
   | 'header-timeout'
   | 'request-timeout'
   | 'keep-alive-timeout'
+  | 'stall-timeout'
   | 'max-connections'
   | 'max-requests-per-connection'
   | 'max-header-bytes';
@@ -140,6 +145,7 @@ export function serverLimits(opts: Record<LimitFlag, string>, label: (name: Limi
     headersTimeoutMs: positiveMs(label('header-timeout'), opts['header-timeout']),
     requestTimeoutMs: positiveMs(label('request-timeout'), opts['request-timeout']),
     keepAliveTimeoutMs: positiveMs(label('keep-alive-timeout'), opts['keep-alive-timeout']),
+    stallTimeoutMs: positiveMs(label('stall-timeout'), opts['stall-timeout']),
     maxConnections: count(label('max-connections'), opts['max-connections'], 0),
     maxRequestsPerSocket: count(label('max-requests-per-connection'), opts['max-requests-per-connection'], 0),
     // Below about 1 KiB even kube-apiserver's own request line and headers would not fit.
@@ -147,6 +153,10 @@ export function serverLimits(opts: Record<LimitFlag, string>, label: (name: Limi
   };
   if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
     throw new UsageError(`${label('header-timeout')} ${opts['header-timeout']} is longer than ${label('request-timeout')} ${opts['request-timeout']}`);
+  }
+  // A shorter stall timeout would close a silent or slow client without the 408 that says why.
+  if (limits.stallTimeoutMs < limits.requestTimeoutMs) {
+    throw new UsageError(`${label('stall-timeout')} ${opts['stall-timeout']} is shorter than ${label('request-timeout')} ${opts['request-timeout']}`);
   }
   return limits;
 }

@@ -26,7 +26,7 @@ const ADMIN_KEEP_ALIVE_MS = 5_000;
 const ADMIN_MAX_CONNECTIONS = 64;
 
 /**
- * The admin listener's limits from the webhook's: the same header and request timeouts and header size, a keep-alive of
+ * The admin listener's limits from the webhook's: the same header, request and stall timeouts and header size, a keep-alive of
  * at most 5 s, and room for 64 connections.
  */
 export function adminLimitsOf(limits: Partial<ServerLimits> = {}): AdminLimits {
@@ -35,6 +35,7 @@ export function adminLimitsOf(limits: Partial<ServerLimits> = {}): AdminLimits {
     headersTimeoutMs: webhook.headersTimeoutMs,
     requestTimeoutMs: webhook.requestTimeoutMs,
     keepAliveTimeoutMs: Math.min(webhook.keepAliveTimeoutMs, ADMIN_KEEP_ALIVE_MS),
+    stallTimeoutMs: webhook.stallTimeoutMs,
     maxConnections: ADMIN_MAX_CONNECTIONS,
     maxHeaderBytes: webhook.maxHeaderBytes,
   };

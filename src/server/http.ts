@@ -29,6 +29,12 @@ export interface ConnectionLimits {
   requestTimeoutMs: number;
   /** How long an idle keep-alive connection is kept between requests. */
   keepAliveTimeoutMs: number;
+  /**
+   * While a request is answered: how long no byte may move either way before the connection is closed. A client that
+   * sends requests and never reads their answers would otherwise hold its connection for good, since node:http's
+   * other timeouts cover only the request's arrival and the idle time after a response.
+   */
+  stallTimeoutMs: number;
   /** Open connections beyond this are closed as they arrive (0: unlimited). */
   maxConnections: number;
   /** Request line and headers together, bytes; more gets 431. */
@@ -53,6 +59,9 @@ export function serverOptionsOf(limits: ConnectionLimits) {
 export function applyLimits(server: HttpServer | HttpsServer, limits: ConnectionLimits): void {
   server.headersTimeout = limits.headersTimeoutMs;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  // node:http arms this inactivity timer on every connection, and with no 'timeout' listener destroys a connection
+  // when it fires; between requests it arms the keep-alive timeout in its place.
+  server.timeout = limits.stallTimeoutMs;
   if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
 }
 

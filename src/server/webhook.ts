@@ -57,6 +57,8 @@ export const DEFAULT_LIMITS: ServerLimits = {
   headersTimeoutMs: 5_000,
   requestTimeoutMs: 8_000,
   keepAliveTimeoutMs: 30_000,
+  // Above the longest a review may wait for the API (a namespace read of 2 s, owner reads of 1.5 s each).
+  stallTimeoutMs: 10_000,
   maxConnections: 1_000,
   maxRequestsPerSocket: 0,
   maxHeaderBytes: 16 * 1024,

@@ -191,6 +191,7 @@ describe('the limits of serve, set short', () => {
       /--header-timeout 9s is longer than --request-timeout 8s/,
     );
     await expect(startInjector(tlsDir(), ['--request-timeout', '0s'])).rejects.toThrow(/--request-timeout "0s": must be longer than 0s/);
+    await expect(startInjector(tlsDir(), ['--stall-timeout', '5s'])).rejects.toThrow(/--stall-timeout 5s is shorter than --request-timeout 8s/);
     await expect(startInjector(tlsDir(), ['--max-header-bytes', '10'])).rejects.toThrow(/--max-header-bytes "10": expected a whole number of at least 1024/);
   });
 });

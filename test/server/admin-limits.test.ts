@@ -1,13 +1,15 @@
 /**
  * The admin listener's own limits, on a real socket with the limits set short: an idle or slow client is cut off at the
- * header timeout, a body on its GET routes is never waited for, an idle keep-alive connection ends, and connections
- * beyond the cap are closed as they arrive; a kubelet-style probe is answered throughout.
+ * header timeout, a body on its GET routes is never waited for, an idle keep-alive connection ends, a client that does
+ * not read its answers is cut off at the stall timeout, and connections beyond the cap are closed as they arrive; a
+ * kubelet-style probe is answered throughout.
  */
 import { get } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminLimitsOf, buildAdminApp, DEFAULT_ADMIN_LIMITS, type AdminApp } from '../../src/server/admin.js';
+import { closeNow } from '../../src/server/http.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
 import { DEFAULT_LIMITS } from '../../src/server/webhook.js';
 
@@ -130,6 +132,37 @@ describe('the admin listener, limits set short', () => {
     expect(answered).toBeGreaterThan(0);
   });
 
+  it('a client that asks for /metrics and never reads the answers is closed at the stall timeout', async () => {
+    // Answers far larger than the socket buffers on both ends hold, so that the server's writes stop: no other timeout
+    // applies then (the requests have all arrived, and no answer has finished).
+    const big = '# padding\n'.repeat(200_000);
+    const stalled = buildAdminApp({
+      metrics: { contentType: 'text/plain', metrics: () => Promise.resolve(big) } as unknown as InjectorMetrics,
+      readiness: { notReadyBecause: () => [] },
+      logger: pino({ level: 'silent' }),
+      limits: { headersTimeoutMs: 1_000, requestTimeoutMs: 2_000, keepAliveTimeoutMs: 1_000, stallTimeoutMs: 2_000 },
+    });
+    await stalled.listen('127.0.0.1', 0);
+    const openConnections = (): Promise<number> => new Promise((resolve) => stalled.server.getConnections((_err, n) => resolve(n)));
+    const socket = connect((stalled.server.address() as { port: number }).port, '127.0.0.1').on('error', () => {});
+    try {
+      await new Promise((r) => socket.once('connect', r));
+      socket.pause();
+      socket.write('GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n'.repeat(10));
+      const started = performance.now();
+      let open = await openConnections();
+      expect(open).toBe(1);
+      while (open > 0 && performance.now() - started < 2_000 + 2 * SLACK_MS) {
+        await new Promise((r) => setTimeout(r, 100));
+        open = await openConnections();
+      }
+      expect(open).toBe(0);
+    } finally {
+      socket.destroy();
+      await closeNow(stalled);
+    }
+  });
+
   it('connections beyond the cap are closed as they arrive; probes are served again once others end', async () => {
     const held = Array.from({ length: 4 }, () => connect(port, '127.0.0.1').on('error', () => {}));
     await Promise.all(held.map((s) => new Promise((r) => s.once('connect', r))));
@@ -149,11 +182,12 @@ describe('the admin listener, limits set short', () => {
 });
 
 describe('the admin listener limits serve gives', () => {
-  it('follow the webhook header and request timeouts and header size, with a keep-alive of at most 5 s and 64 connections', () => {
+  it('follow the webhook header, request and stall timeouts and header size, with a keep-alive of at most 5 s and 64 connections', () => {
     expect(adminLimitsOf()).toEqual({
       headersTimeoutMs: DEFAULT_LIMITS.headersTimeoutMs,
       requestTimeoutMs: DEFAULT_LIMITS.requestTimeoutMs,
       keepAliveTimeoutMs: 5_000,
+      stallTimeoutMs: DEFAULT_LIMITS.stallTimeoutMs,
       maxConnections: 64,
       maxHeaderBytes: DEFAULT_LIMITS.maxHeaderBytes,
     });

@@ -1,4 +1,5 @@
 /** The webhook application in-process (no sockets): envelopes, round trips, bad input, failures, metrics. */
+import { request } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -290,6 +291,38 @@ describe('failures while handling a valid request', () => {
     const res = await post(app, admissionReview(enabledPod()));
     expect(res.statusCode).toBe(200);
     expect(res.json().response).toMatchObject({ allowed: false, status: { message: 'proxy-injector: namespace shop is not known yet' } });
+  });
+});
+
+describe('a review whose lookup never settles', () => {
+  it('has its connection closed at the stall timeout instead of held', async () => {
+    const app = buildWebhookApp({
+      sources: { config: () => testConfig(), namespaceAnnotations: () => new Promise<undefined>(() => {}) },
+      metrics: new InjectorMetrics({ processMetrics: false }),
+      logger: silent,
+      limits: { stallTimeoutMs: 500 },
+    });
+    apps.push(app);
+    await app.listen('127.0.0.1', 0);
+    const { port } = app.server.address() as { port: number };
+    const payload = JSON.stringify(admissionReview(enabledPod()));
+    const started = performance.now();
+    const outcome = await new Promise<string>((resolve) => {
+      const waited = setTimeout(() => resolve('still waiting'), 500 + 3_000);
+      const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+        clearTimeout(waited);
+        res.resume();
+        resolve(`answered ${res.statusCode}`);
+      });
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        clearTimeout(waited);
+        resolve(err.code ?? err.message);
+      });
+      req.end(payload);
+    });
+    expect(outcome).toBe('ECONNRESET');
+    expect(performance.now() - started).toBeGreaterThan(400);
+    app.server.closeAllConnections();
   });
 });
 
