@@ -3,7 +3,6 @@
  * service name. Covers the admin endpoints, certificate rotation on disk while requests flow, and TLS versions.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
@@ -13,21 +12,9 @@ import { FileConfigSource } from '../../src/cluster/config-files.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { admissionReview, decodedPatch } from '../support/admission.js';
 import { applied, names, OTHER_TRUST_ANCHOR, pod, TRUST_ANCHORS } from '../support/engine.js';
-import { httpsPost, leafSignedBy, writePair } from '../support/https.js';
+import { httpGet, httpsPost, leafSignedBy, writePair } from '../support/https.js';
 
 const silent = pino({ level: 'silent' });
-
-function httpGet(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    httpRequest(url, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    })
-      .on('error', reject)
-      .end();
-  });
-}
 
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -5,14 +5,13 @@
 import { spawn } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { admissionReview } from '../support/admission.js';
 import { pod } from '../support/engine.js';
-import { httpsPost } from '../support/https.js';
+import { httpGet, httpsPost } from '../support/https.js';
 import { listeningUrls } from '../support/process.js';
 import { bodyLines } from '../support/trust-anchors.js';
 
@@ -20,16 +19,6 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-bad-anchors-'));
 const cleanup: Array<() => void> = [() => rmSync(dir, { recursive: true, force: true })];
 afterAll(() => cleanup.splice(0).reverse().forEach((f) => f()));
-
-function httpGet(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    get(url, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    }).on('error', reject);
-  });
-}
 
 describe('serve with a private key as --trust-anchors', () => {
   it('does not load the configuration: /ready fails, pods are denied CONFIG_NOT_LOADED, the key is not logged', async () => {

@@ -1,5 +1,6 @@
 /** HTTPS client and certificate helpers that behave like kube-apiserver calling a webhook. */
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { request, type Agent } from 'node:https';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
@@ -25,6 +26,17 @@ export interface PostOptions {
   method?: string;
   /** A keep-alive agent to reuse connections; by default each request has a connection of its own. */
   agent?: Agent;
+}
+
+/** GETs a plain-HTTP URL (the admin port) and reads the whole answer. */
+export function httpGet(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    get(url, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    }).on('error', reject);
+  });
 }
 
 /** POSTs over a new TLS connection that verifies the server against `ca` for the name "localhost". */
