@@ -74,6 +74,8 @@ const REASON_FIX: Partial<Record<SkipReasonCode, string>> = {
   disabled_automount_service_account_token_account:
     'set automountServiceAccountToken: true, or identity.serviceAccountTokenProjection: true in the Linkerd values',
   udp_ports_enabled: 'UDP is not proxied; the pod is still injected from the webhook',
+  mirror_pod:
+    'a static pod cannot be meshed: the kubelet runs it from a file on its node, without a service account; run it as a DaemonSet or Deployment to mesh it',
 };
 
 const EXPLAIN_HELP = `Usage: proxy-injector explain [flags] FILE|DIR|- ...

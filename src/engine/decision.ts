@@ -1,5 +1,8 @@
-/** Whether an object may be injected: Linkerd's skip reasons, in Linkerd's order, with its codes and texts. */
-import { INJECT_ANNOTATION, INJECT_DISABLED, INJECT_ENABLED, INJECT_INGRESS, SERVICE_ACCOUNT_MOUNT_PATH } from './names.js';
+/**
+ * Whether an object may be injected: Linkerd's skip reasons, in Linkerd's order, with its codes and texts, and one of
+ * this injector's own after them (mirror pods).
+ */
+import { INJECT_ANNOTATION, INJECT_DISABLED, INJECT_ENABLED, INJECT_INGRESS, MIRROR_POD_ANNOTATION, SERVICE_ACCOUNT_MOUNT_PATH } from './names.js';
 import { objectsIn, type Container, type ContainerPort, type PodSpec, type VolumeMount } from './k8s.js';
 
 export type SkipReasonCode =
@@ -11,9 +14,10 @@ export type SkipReasonCode =
   | 'invalid_inject_annotation_at_workload'
   | 'invalid_inject_annotation_at_ns'
   | 'disabled_automount_service_account_token_account'
-  | 'udp_ports_enabled';
+  | 'udp_ports_enabled'
+  | 'mirror_pod';
 
-/** The human texts Linkerd puts in events and logs. */
+/** The human texts Linkerd puts in events and logs (and this injector's, for a mirror pod). */
 export const SKIP_REASON_TEXT: Record<SkipReasonCode, string> = {
   host_network_enabled: 'hostNetwork is enabled',
   sidecar_already_exists: 'pod has a sidecar injected already',
@@ -26,6 +30,7 @@ export const SKIP_REASON_TEXT: Record<SkipReasonCode, string> = {
   disabled_automount_service_account_token_account:
     'automountServiceAccountToken set to "false", with Values.identity.serviceAccountTokenProjection set to "false"',
   udp_ports_enabled: 'UDP port(s) configured on pod spec',
+  mirror_pod: 'pod is the mirror of a static pod, which the kubelet runs from its manifest file',
 };
 
 export interface SkipReason {
@@ -148,9 +153,20 @@ export interface Report {
   hostNetwork: boolean;
   sidecar: boolean;
   udp: boolean;
+  /** A static pod's mirror: left as it is, opaque-ports annotation included, whatever the reasons. */
+  mirror: boolean;
 }
 
-/** All the reasons not to inject, in Linkerd's order: hostNetwork, sidecar, unsupported, annotation, automount. */
+/** Whether annotations mark a pod as the mirror of a static pod. */
+export const isMirrorPod = (annotations: Readonly<Record<string, string>>): boolean => MIRROR_POD_ANNOTATION in annotations;
+
+/**
+ * All the reasons not to inject, in Linkerd's order: hostNetwork, sidecar, unsupported, annotation, automount; or, when
+ * none applies, a mirror pod, which Linkerd would inject. A mirror is what the API shows of a pod that the kubelet runs
+ * from a file on its node: a patch changes only the copy, and kube-apiserver refuses a mirror that projects a
+ * service-account token, as the proxy's identity volume does, so the kubelet could not create it. Only then, so that a
+ * mirror Linkerd skips too (most are on the host network) is reported as Linkerd reports it.
+ */
 export function report(input: ReportInput): Report {
   const { spec, hasTemplate } = input;
   const annotation = hasTemplate
@@ -166,5 +182,7 @@ export function report(input: ReportInput): Report {
   if (hasTemplate && !input.serviceAccountTokenProjection && !automountsServiceAccountToken(input.origin, spec)) {
     reasons.push(reason('disabled_automount_service_account_token_account'));
   }
-  return { reasons, annotation, hostNetwork, sidecar, udp: hasTemplate && hasUdpPorts(spec) };
+  const mirror = hasTemplate && isMirrorPod(input.workloadAnnotations);
+  if (mirror && reasons.length === 0) reasons.push(reason('mirror_pod'));
+  return { reasons, annotation, hostNetwork, sidecar, udp: hasTemplate && hasUdpPorts(spec), mirror };
 }

@@ -360,7 +360,8 @@ const nothingAdded = (): Added => ({ annotations: {}, labels: {}, initContainers
 /**
  * Decides whether to inject the proxy into an object and returns the patch that does what was decided, following
  * Linkerd's webhook (or, with origin "cli", its manual injection): the created-by annotation, namespace inheritance and
- * the default opaque ports on injection; the opaque-ports annotation alone for objects that are not injected.
+ * the default opaque ports on injection; the opaque-ports annotation alone for objects that are not injected, mirror
+ * pods apart.
  */
 export function inject(request: InjectionRequest): InjectionResult {
   const origin = request.origin ?? 'webhook';
@@ -423,7 +424,8 @@ export function inject(request: InjectionRequest): InjectionResult {
     return record(common, 'injected', built.patch, built.added, built.mode, built.warnings, built.risks);
   }
 
-  const patch = origin === 'webhook' ? opaquePortsPatch(request.object, located.kind, nsAnnotations, values) : [];
+  // A mirror gets no opaque-ports annotation either: the API's copy of a static pod is left as the kubelet wrote it.
+  const patch = origin === 'webhook' && !decision.mirror ? opaquePortsPatch(request.object, located.kind, nsAnnotations, values) : [];
   const added = nothingAdded();
   if (patch.length > 0) added.annotations[ANNOTATIONS.opaquePorts] = String(patch[patch.length - 1]?.value ?? '');
   return record(common, patch.length > 0 ? 'annotated' : 'skipped', patch, added, undefined, [], []);

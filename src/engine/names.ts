@@ -160,3 +160,9 @@ export const INJECTED_VOLUMES: readonly string[] = [
 ];
 
 export const SERVICE_ACCOUNT_MOUNT_PATH = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/**
+ * The annotation a kubelet puts on the API's copy (the mirror) of a static pod, which it runs from a manifest file on
+ * its node; kube-apiserver refuses such a pod that projects a service-account token.
+ */
+export const MIRROR_POD_ANNOTATION = 'kubernetes.io/config.mirror';

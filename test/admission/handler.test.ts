@@ -28,6 +28,14 @@ const request = (object: unknown, opts: Parameters<typeof admissionReview>[1] = 
 const enabled = (): Record<string, unknown> => pod({ annotations: { 'linkerd.io/inject': 'enabled' } });
 const plain = (): Record<string, unknown> => pod();
 const optedOut = (): Record<string, unknown> => pod({ annotations: { 'linkerd.io/inject': 'disabled' } });
+/** What a kubelet creates for a static pod: the mirror annotation, and the node as the pod's controller. */
+const mirror = (): Record<string, unknown> => {
+  const p = pod({ annotations: { 'kubernetes.io/config.mirror': '5a1e2f3c', 'kubernetes.io/config.source': 'file' } });
+  const metadata = p['metadata'] as Record<string, unknown>;
+  metadata['ownerReferences'] = [{ apiVersion: 'v1', kind: 'Node', name: 'node-1', uid: 'node-uid-1', controller: true }];
+  (p['spec'] as Record<string, unknown>)['nodeName'] = 'node-1';
+  return p;
+};
 
 function failed(handled: HandledAdmission): Extract<HandledAdmission, { kind: 'failed' }> {
   if (handled.kind !== 'failed') throw new Error(`expected a failure, got ${handled.kind}`);
@@ -88,6 +96,22 @@ describe('handleAdmission', () => {
     expect(handled.kind === 'evaluated' && handled.result.outcome).toBe('injected');
   });
 
+  it('a static pod`s mirror in a namespace that enables and configures injection is admitted unchanged, with its reason', async () => {
+    const ns = { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/opaque-ports': '5432' };
+    const answers = new AnswerCache();
+    for (let i = 0; i < 3; i++) {
+      const handled = await handleAdmission(request(mirror()), sources({ namespaceAnnotations: () => ns, answers }));
+      expect(handled.kind === 'evaluated' && handled.result.outcome).toBe('skipped');
+      expect(handled.kind === 'evaluated' && handled.result.reasons.map((r) => r.code)).toEqual(['mirror_pod']);
+      expect(handled.response).toEqual({ uid: expect.any(String), allowed: true });
+    }
+    // The same pod without the mirror annotation is injected, from the cache after the second.
+    const ordinary = mirror();
+    delete ((ordinary['metadata'] as Record<string, unknown>)['annotations'] as Record<string, string>)['kubernetes.io/config.mirror'];
+    const handled = await handleAdmission(request(ordinary), sources({ namespaceAnnotations: () => ns, answers }));
+    expect(handled.kind === 'evaluated' && handled.result.outcome).toBe('injected');
+  });
+
   describe('without a configuration (CONFIG_NOT_LOADED)', () => {
     const notLoaded = sources({
       config: () => {
@@ -108,6 +132,12 @@ describe('handleAdmission', () => {
       expect(handled.response.patch).toBeUndefined();
       expect(handled.response.warnings?.[0]).toMatch(/could not evaluate this object \(the Linkerd configuration is not loaded/);
     });
+
+    it('a static pod`s mirror is admitted unchanged even in a namespace that enables injection: it is never injected', async () => {
+      const handled = failed(await handleAdmission(request(mirror()), { ...notLoaded, namespaceAnnotations: () => ({ 'linkerd.io/inject': 'enabled' }) }));
+      expect(handled.response.allowed).toBe(true);
+      expect(handled.response.patch).toBeUndefined();
+    });
   });
 
   describe('when the namespace cannot be known (NAMESPACE_UNKNOWN)', () => {
@@ -119,6 +149,10 @@ describe('handleAdmission', () => {
       expect(failed(await handleAdmission(request(optedOut()), unknown)).response.allowed).toBe(true);
       expect(failed(await handleAdmission(request(plain()), unknown)).response.allowed).toBe(false);
       expect(failed(await handleAdmission(request(enabled()), unknown)).response.allowed).toBe(false);
+    });
+
+    it('a static pod`s mirror is admitted: whatever the namespace says, it is not injected', async () => {
+      expect(failed(await handleAdmission(request(mirror()), unknown)).response.allowed).toBe(true);
     });
 
     it('a Service is admitted: it can only lose its opaque-ports annotation', async () => {

@@ -128,6 +128,20 @@ describe('explain', () => {
     expect(e?.startup).toEqual([]);
   });
 
+  it('a static pod`s mirror is not injected, and the fix says how such a workload can be meshed', async () => {
+    const mirror = POD.replace('linkerd.io/inject: enabled', 'linkerd.io/inject: enabled\n    kubernetes.io/config.mirror: 5a1e2f3c');
+    const [e] = await explain(mirror);
+    expect(e?.decision.outcome).toBe('skipped');
+    expect(e?.decision.reasons).toEqual([
+      {
+        code: 'mirror_pod',
+        text: 'pod is the mirror of a static pod, which the kubelet runs from its manifest file',
+        fix: 'a static pod cannot be meshed: the kubelet runs it from a file on its node, without a service account; run it as a DaemonSet or Deployment to mesh it',
+      },
+    ]);
+    expect(e?.startup).toEqual([]);
+  });
+
   it('--namespace-annotation enables injection for the pods of any namespace and wins over a Namespace in the input', async () => {
     const plain = POD.replace(/ {2}annotations:\n {4}linkerd.io\/inject: enabled\n/, '');
     expect((await explain(plain))[0]?.decision.reasons[0]?.code).toBe('injection_enable_annotation_absent');

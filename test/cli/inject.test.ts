@@ -323,6 +323,19 @@ describe('what is injected and what is not', () => {
     );
   });
 
+  it('a static pod`s mirror (a pod read back from the API) is a hard error: the API server would refuse it injected', async () => {
+    const mirror = JSON.stringify({
+      kind: 'Pod',
+      metadata: { name: 'etcd-node-1', annotations: { 'kubernetes.io/config.mirror': '5a1e2f3c' } },
+      spec: { nodeName: 'node-1', containers: [{ name: 'etcd', image: 'etcd' }] },
+    });
+    for (const mode of [['--manual'], []]) {
+      const result = await injectText(mirror, ...mode, ...ANCHORS);
+      expect(result).toMatchObject({ code: 1, stdout: '' });
+      expect(result.stderr).toContain('pod "etcd-node-1" not injected: pod is the mirror of a static pod, which the kubelet runs from its manifest file');
+    }
+  });
+
   it('a failing item of a List fails the whole output, and the report says where the item is', async () => {
     const list = JSON.stringify({ kind: 'List', items: [{ kind: 'Pod', metadata: { name: 'a' }, spec: { hostNetwork: true, containers: [] } }, { kind: 'Namespace', metadata: { name: 'b' } }] });
     const result = await injectText(list, '--manual', ...ANCHORS);

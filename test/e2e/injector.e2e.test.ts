@@ -256,6 +256,31 @@ describe('with a real kube-apiserver', () => {
     expect(await eventsFor('emojivoto', 'Pod', 'dry-run-only')).toEqual([]);
   });
 
+  it('10. a static pod’s mirror is admitted unchanged, with InjectionSkipped; injected, the API server would refuse it', async () => {
+    // What a kubelet creates for a static pod: the mirror annotation (the hash of its manifest) and the node set.
+    const mirror = await createPod('emojivoto', podSpec('static-web-node-1', { 'kubernetes.io/config.mirror': '5a1e2f3c', 'kubernetes.io/config.source': 'file' }, { nodeName: 'node-1' }));
+    expect(containerNames(mirror)).toEqual(['app']);
+    expect(initNames(mirror)).toEqual([]);
+    expect(Object.keys(mirror.metadata?.annotations ?? {}).sort()).toEqual(['kubernetes.io/config.mirror', 'kubernetes.io/config.source']);
+    const skipped = await eventually('the InjectionSkipped event', async () => (await eventsFor('emojivoto', 'Pod', 'static-web-node-1')).find((e) => e.reason === 'InjectionSkipped'));
+    expect(skipped.message).toBe('Linkerd sidecar proxy injection skipped: pod is the mirror of a static pod, which the kubelet runs from its manifest file');
+
+    // Linkerd injects it: the same pod as injected for an ordinary pod, marked as a mirror, is refused by the
+    // ServiceAccount admission plugin, because the proxy's identity volume projects a service-account token.
+    const shape = await core.createNamespacedPod({ namespace: 'emojivoto', body: podSpec('injected-shape', {}, { nodeName: 'node-1', automountServiceAccountToken: false }), dryRun: 'All' });
+    expect(containerNames(shape)).toEqual(['linkerd-proxy', 'app']);
+    const { serviceAccountName: _account, serviceAccount: _alias, ...spec } = shape.spec ?? { containers: [] };
+    const injectedMirror: V1Pod = {
+      metadata: { name: 'static-injected-node-1', labels: shape.metadata?.labels ?? {}, annotations: { ...shape.metadata?.annotations, 'kubernetes.io/config.mirror': '5a1e2f3c' } },
+      spec,
+    };
+    const refusal = await core.createNamespacedPod({ namespace: 'plain', body: injectedMirror }).then(
+      () => 'created',
+      (err: unknown) => String((err as { body?: string }).body ?? err),
+    );
+    expect(refusal).toContain('a mirror pod may not use ServiceAccountToken volume projections');
+  });
+
   it('a Job’s pod is labelled with its Job; a Service gets the opaque-ports annotation', async () => {
     await batch.createNamespacedJob({
       namespace: 'emojivoto',

@@ -175,6 +175,8 @@ interface ReportCase {
   pod?: string;
   ns?: string;
   projection?: boolean;
+  /** The pod carries the kubelet's mirror annotation. */
+  mirror?: boolean;
   reasons: SkipReasonCode[];
 }
 
@@ -353,6 +355,42 @@ const REPORT_CASES: ReportCase[] = [
     pod: 'enabled',
     reasons: [],
   },
+  // A static pod's mirror: this injector's own reason, when Linkerd has none; one Linkerd skips is reported as Linkerd
+  // reports it.
+  {
+    name: 'a mirror pod in an enabled namespace',
+    spec: { containers: [appWithToken()] },
+    ns: 'enabled',
+    mirror: true,
+    reasons: ['mirror_pod'],
+  },
+  {
+    name: 'a mirror pod on the host network reports hostNetwork alone, as Linkerd does',
+    spec: { hostNetwork: true, containers: [appWithToken()] },
+    ns: 'enabled',
+    mirror: true,
+    reasons: ['host_network_enabled'],
+  },
+  {
+    name: 'a mirror pod nobody asked to mesh',
+    spec: { containers: [appWithToken()] },
+    mirror: true,
+    reasons: ['injection_enable_annotation_absent'],
+  },
+  {
+    name: 'cli: a mirror pod',
+    origin: 'cli',
+    spec: { containers: [appWithToken()] },
+    mirror: true,
+    reasons: ['mirror_pod'],
+  },
+  {
+    name: 'no pod template: the annotation is not read',
+    hasTemplate: false,
+    spec: {},
+    mirror: true,
+    reasons: ['unsupported_resource'],
+  },
 ];
 
 describe('report', () => {
@@ -361,11 +399,12 @@ describe('report', () => {
       origin: c.origin ?? 'webhook',
       hasTemplate: c.hasTemplate ?? true,
       spec: c.spec,
-      workloadAnnotations: ann(c.pod),
+      workloadAnnotations: { ...ann(c.pod), ...(c.mirror && { 'kubernetes.io/config.mirror': 'f1e2d3c4' }) },
       namespaceAnnotations: ann(c.ns),
       serviceAccountTokenProjection: c.projection ?? true,
     });
     expect(r.reasons.map((x) => x.code)).toEqual(c.reasons);
+    expect(r.mirror).toBe((c.mirror ?? false) && (c.hasTemplate ?? true));
     expect(r.reasons.map((x) => x.text)).toEqual(c.reasons.map((code) => SKIP_REASON_TEXT[code]));
   });
 
@@ -466,13 +505,15 @@ describe('SKIP_REASON_TEXT', () => {
       'automountServiceAccountToken set to "false", with Values.identity.serviceAccountTokenProjection set to "false"',
     ],
     ['udp_ports_enabled', 'UDP port(s) configured on pod spec'],
+    // This injector's own: Linkerd injects mirror pods.
+    ['mirror_pod', 'pod is the mirror of a static pod, which the kubelet runs from its manifest file'],
   ];
 
   it.each(TEXTS)('%s', (code, text) => {
     expect(SKIP_REASON_TEXT[code]).toBe(text);
   });
 
-  it('has exactly the nine codes of the spec table', () => {
+  it('has exactly the nine codes of the spec table and the mirror pod`s', () => {
     expect(Object.keys(SKIP_REASON_TEXT).sort()).toEqual(TEXTS.map(([code]) => code).sort());
   });
 });
