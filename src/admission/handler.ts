@@ -7,6 +7,7 @@ import {
   mapValue,
   names,
   riskWarning,
+  runsOnWindows,
   type InjectorConfig,
   type Owner,
 } from '../engine/index.js';
@@ -62,12 +63,14 @@ const ownInjectAnnotation = (object: Record<string, unknown>): Record<string, st
  * Whether an object can be admitted unchanged although it could not be evaluated. Without the configuration, only
  * objects that ask for injection need it. Without the namespace's annotations, any pod might be enabled (or
  * configured) by them, so only a pod that opts out itself is safe to admit; a Service only loses its opaque-ports
- * annotation. A static pod's mirror is never changed, so it is always safe.
+ * annotation. A static pod's mirror and a Windows pod are never injected, so they are always safe.
  */
 function safeToAdmitUnevaluated(kind: string, object: Record<string, unknown>, nsAnnotations: Record<string, string>, failure: AdmissionFailure): boolean {
   if (kind.toLowerCase() !== 'pod') return true;
   const metadata = object['metadata'];
   if (mapValue(isObject(metadata) ? metadata['annotations'] : undefined, names.MIRROR_POD_ANNOTATION) !== undefined) return true;
+  const spec = object['spec'];
+  if (isObject(spec) && runsOnWindows(spec)) return true;
   const own = ownInjectAnnotation(object);
   if (failure.code === 'NAMESPACE_UNKNOWN') return own[names.INJECT_ANNOTATION] === names.INJECT_DISABLED;
   return injectAnnotationDecision('webhook', own, nsAnnotations).disabled;

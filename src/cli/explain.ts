@@ -76,6 +76,7 @@ const REASON_FIX: Partial<Record<SkipReasonCode, string>> = {
   udp_ports_enabled: 'UDP is not proxied; the pod is still injected from the webhook',
   mirror_pod:
     'a static pod cannot be meshed: the kubelet runs it from a file on its node, without a service account; run it as a DaemonSet or Deployment to mesh it',
+  windows_pod: 'Linkerd has no proxy for Windows: leave the pod unmeshed (annotate it linkerd.io/inject: disabled to say so)',
 };
 
 const EXPLAIN_HELP = `Usage: proxy-injector explain [flags] FILE|DIR|- ...

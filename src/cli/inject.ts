@@ -62,14 +62,15 @@ export const DEMO_TRUST_ANCHORS = join('examples', 'trust-anchors.pem');
 const CONTROL_PLANE_COMPONENT_LABEL = 'linkerd.io/control-plane-component';
 
 /**
- * Skip reasons that make manual injection fail: those `linkerd inject` fails on, and a mirror pod, which it injects into
- * a pod the API server refuses. UDP only warns.
+ * Skip reasons that make manual injection fail: those `linkerd inject` fails on, and mirror and Windows pods, which it
+ * injects into pods that the API server refuses or that cannot run. UDP only warns.
  */
 const HARD_REASONS = new Set<SkipReasonCode>([
   'host_network_enabled',
   'sidecar_already_exists',
   'disabled_automount_service_account_token_account',
   'mirror_pod',
+  'windows_pod',
 ]);
 
 interface Settings {

@@ -1,9 +1,9 @@
 /**
- * Whether an object may be injected: Linkerd's skip reasons, in Linkerd's order, with its codes and texts, and one of
- * this injector's own after them (mirror pods).
+ * Whether an object may be injected: Linkerd's skip reasons, in Linkerd's order, with its codes and texts, and two of
+ * this injector's own after them (mirror pods, Windows pods).
  */
 import { INJECT_ANNOTATION, INJECT_DISABLED, INJECT_ENABLED, INJECT_INGRESS, MIRROR_POD_ANNOTATION, SERVICE_ACCOUNT_MOUNT_PATH } from './names.js';
-import { objectsIn, type Container, type ContainerPort, type PodSpec, type VolumeMount } from './k8s.js';
+import { isObject, objectsIn, type Container, type ContainerPort, type PodSpec, type VolumeMount } from './k8s.js';
 
 export type SkipReasonCode =
   | 'host_network_enabled'
@@ -15,9 +15,10 @@ export type SkipReasonCode =
   | 'invalid_inject_annotation_at_ns'
   | 'disabled_automount_service_account_token_account'
   | 'udp_ports_enabled'
-  | 'mirror_pod';
+  | 'mirror_pod'
+  | 'windows_pod';
 
-/** The human texts Linkerd puts in events and logs (and this injector's, for a mirror pod). */
+/** The human texts Linkerd puts in events and logs (and this injector's, for mirror and Windows pods). */
 export const SKIP_REASON_TEXT: Record<SkipReasonCode, string> = {
   host_network_enabled: 'hostNetwork is enabled',
   sidecar_already_exists: 'pod has a sidecar injected already',
@@ -31,6 +32,7 @@ export const SKIP_REASON_TEXT: Record<SkipReasonCode, string> = {
     'automountServiceAccountToken set to "false", with Values.identity.serviceAccountTokenProjection set to "false"',
   udp_ports_enabled: 'UDP port(s) configured on pod spec',
   mirror_pod: 'pod is the mirror of a static pod, which the kubelet runs from its manifest file',
+  windows_pod: 'pod runs on Windows, where the Linux proxy cannot run',
 };
 
 export interface SkipReason {
@@ -161,11 +163,25 @@ export interface Report {
 export const isMirrorPod = (annotations: Readonly<Record<string, string>>): boolean => MIRROR_POD_ANNOTATION in annotations;
 
 /**
+ * Whether a pod runs on Windows: its `spec.os.name`, or a node selector that asks for Windows nodes. Linkerd's images
+ * are built for Linux alone, and kube-apiserver refuses a pod with `os.name: windows` whose containers set the Linux
+ * security-context fields the proxy and linkerd-init set (user, capabilities, seccomp, read-only root...).
+ */
+export function runsOnWindows(spec: PodSpec): boolean {
+  const os = spec['os'];
+  if (isObject(os) && os['name'] === 'windows') return true;
+  const selector = spec['nodeSelector'];
+  return isObject(selector) && selector['kubernetes.io/os'] === 'windows';
+}
+
+/**
  * All the reasons not to inject, in Linkerd's order: hostNetwork, sidecar, unsupported, annotation, automount; or, when
- * none applies, a mirror pod, which Linkerd would inject. A mirror is what the API shows of a pod that the kubelet runs
- * from a file on its node: a patch changes only the copy, and kube-apiserver refuses a mirror that projects a
- * service-account token, as the proxy's identity volume does, so the kubelet could not create it. Only then, so that a
- * mirror Linkerd skips too (most are on the host network) is reported as Linkerd reports it.
+ * none applies, the pods Linkerd would inject into a pod that cannot be created or cannot run:
+ * - a mirror pod: what the API shows of a pod that the kubelet runs from a file on its node. A patch changes only the
+ *   copy, and kube-apiserver refuses a mirror that projects a service-account token, as the proxy's identity volume
+ *   does, so the kubelet could not create it;
+ * - a Windows pod (see runsOnWindows).
+ * Only then, so that a pod Linkerd skips too (most mirrors are on the host network) is reported as Linkerd reports it.
  */
 export function report(input: ReportInput): Report {
   const { spec, hasTemplate } = input;
@@ -183,6 +199,7 @@ export function report(input: ReportInput): Report {
     reasons.push(reason('disabled_automount_service_account_token_account'));
   }
   const mirror = hasTemplate && isMirrorPod(input.workloadAnnotations);
-  if (mirror && reasons.length === 0) reasons.push(reason('mirror_pod'));
+  if (reasons.length === 0 && mirror) reasons.push(reason('mirror_pod'));
+  if (reasons.length === 0 && hasTemplate && runsOnWindows(spec)) reasons.push(reason('windows_pod'));
   return { reasons, annotation, hostNetwork, sidecar, udp: hasTemplate && hasUdpPorts(spec), mirror };
 }

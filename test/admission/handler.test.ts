@@ -112,6 +112,14 @@ describe('handleAdmission', () => {
     expect(handled.kind === 'evaluated' && handled.result.outcome).toBe('injected');
   });
 
+  it('a Windows pod in a namespace that enables injection is admitted without the proxy, with its reason', async () => {
+    const windows = pod({ annotations: { 'linkerd.io/inject': 'enabled' } });
+    (windows['spec'] as Record<string, unknown>)['os'] = { name: 'windows' };
+    const handled = await handleAdmission(request(windows), sources());
+    expect(handled.kind === 'evaluated' && handled.result.reasons.map((r) => r.code)).toEqual(['windows_pod']);
+    expect(handled.response).toEqual({ uid: expect.any(String), allowed: true });
+  });
+
   describe('without a configuration (CONFIG_NOT_LOADED)', () => {
     const notLoaded = sources({
       config: () => {
@@ -151,8 +159,11 @@ describe('handleAdmission', () => {
       expect(failed(await handleAdmission(request(enabled()), unknown)).response.allowed).toBe(false);
     });
 
-    it('a static pod`s mirror is admitted: whatever the namespace says, it is not injected', async () => {
+    it('a static pod`s mirror or a Windows pod is admitted: whatever the namespace says, it is not injected', async () => {
       expect(failed(await handleAdmission(request(mirror()), unknown)).response.allowed).toBe(true);
+      const windows = plain();
+      (windows['spec'] as Record<string, unknown>)['nodeSelector'] = { 'kubernetes.io/os': 'windows' };
+      expect(failed(await handleAdmission(request(windows), unknown)).response.allowed).toBe(true);
     });
 
     it('a Service is admitted: it can only lose its opaque-ports annotation', async () => {

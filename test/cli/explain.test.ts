@@ -142,6 +142,17 @@ describe('explain', () => {
     expect(e?.startup).toEqual([]);
   });
 
+  it('a Windows pod is not injected, and the fix says the pod stays unmeshed', async () => {
+    const [e] = await explain(POD.replace('spec:\n', 'spec:\n  os:\n    name: windows\n'));
+    expect(e?.decision.reasons).toEqual([
+      {
+        code: 'windows_pod',
+        text: 'pod runs on Windows, where the Linux proxy cannot run',
+        fix: 'Linkerd has no proxy for Windows: leave the pod unmeshed (annotate it linkerd.io/inject: disabled to say so)',
+      },
+    ]);
+  });
+
   it('--namespace-annotation enables injection for the pods of any namespace and wins over a Namespace in the input', async () => {
     const plain = POD.replace(/ {2}annotations:\n {4}linkerd.io\/inject: enabled\n/, '');
     expect((await explain(plain))[0]?.decision.reasons[0]?.code).toBe('injection_enable_annotation_absent');

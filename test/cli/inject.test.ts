@@ -336,6 +336,13 @@ describe('what is injected and what is not', () => {
     }
   });
 
+  it('a Deployment whose pods select Windows nodes is a hard error', async () => {
+    const text = DEPLOYMENT.replace('      containers:', '      nodeSelector:\n        kubernetes.io/os: windows\n      containers:');
+    const result = await injectText(text, '--manual', ...ANCHORS);
+    expect(result).toMatchObject({ code: 1, stdout: '' });
+    expect(result.stderr).toContain('deployment "web" not injected: pod runs on Windows, where the Linux proxy cannot run');
+  });
+
   it('a failing item of a List fails the whole output, and the report says where the item is', async () => {
     const list = JSON.stringify({ kind: 'List', items: [{ kind: 'Pod', metadata: { name: 'a' }, spec: { hostNetwork: true, containers: [] } }, { kind: 'Namespace', metadata: { name: 'b' } }] });
     const result = await injectText(list, '--manual', ...ANCHORS);

@@ -281,6 +281,24 @@ describe('with a real kube-apiserver', () => {
     expect(refusal).toContain('a mirror pod may not use ServiceAccountToken volume projections');
   });
 
+  it('11. a Windows pod is admitted unchanged, with InjectionSkipped; injected, the API server would refuse it', async () => {
+    const windows = await createPod('emojivoto', podSpec('windows-web', {}, { os: { name: 'windows' } }));
+    expect(containerNames(windows)).toEqual(['app']);
+    expect(initNames(windows)).toEqual([]);
+    const skipped = await eventually('the InjectionSkipped event', async () => (await eventsFor('emojivoto', 'Pod', 'windows-web')).find((e) => e.reason === 'InjectionSkipped'));
+    expect(skipped.message).toBe('Linkerd sidecar proxy injection skipped: pod runs on Windows, where the Linux proxy cannot run');
+
+    // Linkerd injects it: the same pod as injected for Linux is invalid for Windows, for the proxy's security context.
+    const shape = await core.createNamespacedPod({ namespace: 'emojivoto', body: podSpec('linux-shape'), dryRun: 'All' });
+    expect(containerNames(shape)).toEqual(['linkerd-proxy', 'app']);
+    const injectedWindows: V1Pod = { metadata: { name: 'windows-injected', labels: shape.metadata?.labels ?? {} }, spec: { ...(shape.spec ?? { containers: [] }), os: { name: 'windows' } } };
+    const refusal = await core.createNamespacedPod({ namespace: 'plain', body: injectedWindows }).then(
+      () => 'created',
+      (err: unknown) => String((err as { body?: string }).body ?? err),
+    );
+    expect(refusal).toContain('spec.containers[0].securityContext.runAsUser: Forbidden: cannot be set for a windows pod');
+  });
+
   it('a Job’s pod is labelled with its Job; a Service gets the opaque-ports annotation', async () => {
     await batch.createNamespacedJob({
       namespace: 'emojivoto',

@@ -355,8 +355,8 @@ const REPORT_CASES: ReportCase[] = [
     pod: 'enabled',
     reasons: [],
   },
-  // A static pod's mirror: this injector's own reason, when Linkerd has none; one Linkerd skips is reported as Linkerd
-  // reports it.
+  // Mirror and Windows pods: this injector's own reasons, when Linkerd has none; one Linkerd skips is reported as
+  // Linkerd reports it.
   {
     name: 'a mirror pod in an enabled namespace',
     spec: { containers: [appWithToken()] },
@@ -383,6 +383,50 @@ const REPORT_CASES: ReportCase[] = [
     spec: { containers: [appWithToken()] },
     mirror: true,
     reasons: ['mirror_pod'],
+  },
+  {
+    name: 'a Windows pod (spec.os.name) in an enabled namespace',
+    spec: { os: { name: 'windows' }, containers: [appWithToken()] },
+    ns: 'enabled',
+    reasons: ['windows_pod'],
+  },
+  {
+    name: 'a pod selecting Windows nodes',
+    spec: { nodeSelector: { 'kubernetes.io/os': 'windows' }, containers: [appWithToken()] },
+    pod: 'enabled',
+    reasons: ['windows_pod'],
+  },
+  {
+    name: 'Linux, said either way, is no reason',
+    spec: { os: { name: 'linux' }, nodeSelector: { 'kubernetes.io/os': 'linux' }, containers: [appWithToken()] },
+    pod: 'enabled',
+    reasons: [],
+  },
+  {
+    name: 'a Windows pod on the host network reports hostNetwork alone, as Linkerd does',
+    spec: { hostNetwork: true, os: { name: 'windows' }, containers: [appWithToken()] },
+    pod: 'enabled',
+    reasons: ['host_network_enabled'],
+  },
+  {
+    name: 'a Windows pod opted out reports the opt-out alone',
+    spec: { os: { name: 'windows' }, containers: [appWithToken()] },
+    ns: 'enabled',
+    pod: 'disabled',
+    reasons: ['injection_disable_annotation_present'],
+  },
+  {
+    name: 'a static Windows pod`s mirror: the mirror is reason enough',
+    spec: { os: { name: 'windows' }, containers: [appWithToken()] },
+    ns: 'enabled',
+    mirror: true,
+    reasons: ['mirror_pod'],
+  },
+  {
+    name: 'cli: a Windows pod',
+    origin: 'cli',
+    spec: { os: { name: 'windows' }, containers: [appWithToken()] },
+    reasons: ['windows_pod'],
   },
   {
     name: 'no pod template: the annotation is not read',
@@ -505,15 +549,16 @@ describe('SKIP_REASON_TEXT', () => {
       'automountServiceAccountToken set to "false", with Values.identity.serviceAccountTokenProjection set to "false"',
     ],
     ['udp_ports_enabled', 'UDP port(s) configured on pod spec'],
-    // This injector's own: Linkerd injects mirror pods.
+    // This injector's own: Linkerd injects mirror and Windows pods.
     ['mirror_pod', 'pod is the mirror of a static pod, which the kubelet runs from its manifest file'],
+    ['windows_pod', 'pod runs on Windows, where the Linux proxy cannot run'],
   ];
 
   it.each(TEXTS)('%s', (code, text) => {
     expect(SKIP_REASON_TEXT[code]).toBe(text);
   });
 
-  it('has exactly the nine codes of the spec table and the mirror pod`s', () => {
+  it('has exactly the nine codes of the spec table, and the mirror and Windows pods`', () => {
     expect(Object.keys(SKIP_REASON_TEXT).sort()).toEqual(TEXTS.map(([code]) => code).sort());
   });
 });
