@@ -86,23 +86,32 @@ manifests, says what the admission webhook will do when its pods are created: wh
 every reason; how the pod will start (linkerd-init with the iptables rules it writes, or the CNI network
 validator; the proxy and its linkerd-await hook or native-sidecar start; the app containers); and the
 start-up risks, each with its fix. Other objects are not reported; Namespaces in the input supply the
-annotations of their pods' namespace.
+annotations and labels of their pods' namespace.
 
 Inputs, configuration and proxy flags are those of 'proxy-injector inject' (see 'inject --help'); a proxy
 flag acts as the annotation it writes. Also:
       --namespace-annotation K=V                an annotation of the pods' namespace (repeatable; wins over a
                                                 Namespace in the input)
+      --namespace-label K=V                     a label of the pods' namespace, such as
+                                                pod-security.kubernetes.io/enforce=baseline (repeatable; wins
+                                                over a Namespace in the input)
       --cni                                     as if the Linkerd CNI plugin is installed (cniEnabled: true)
   -o, --output text|json                        a report (default), or a JSON array with one record per object
 
 Exit status: 0 explained; 1 the input or configuration is invalid; 2 usage error.
 `;
 
-/** Reads `K=V`, keeping any further `=` in the value. */
-function parseAnnotation(text: string): [string, string] {
+/** Reads the `K=V` of `flag`, keeping any further `=` in the value. */
+function parseKeyValue(flag: string, text: string): [string, string] {
   const eq = text.indexOf('=');
-  if (eq <= 0) throw new UsageError(`--namespace-annotation ${JSON.stringify(text)}: expected KEY=VALUE`);
+  if (eq <= 0) throw new UsageError(`--${flag} ${JSON.stringify(text)}: expected KEY=VALUE`);
   return [text.slice(0, eq), text.slice(eq + 1)];
+}
+
+/** Every `K=V` given to a repeatable flag, as a map. */
+function keyValues(opts: ParsedOptions, flag: string): Record<string, string> {
+  const given = opts[flag];
+  return Object.fromEntries((Array.isArray(given) ? given : []).map((text) => parseKeyValue(flag, String(text))));
 }
 
 const argsOf = (c: Container): string[] => (Array.isArray(c['args']) ? c['args'].filter((a): a is string => typeof a === 'string') : []);
@@ -212,8 +221,8 @@ interface ExplainSettings {
   configured: Configured;
   flags: FlagAnnotations;
   controlPlaneNamespace: string;
-  namespaceFlags: Record<string, string>;
-  namespaces: Map<string, Record<string, string>>;
+  namespaceFlags: { annotations: Record<string, string>; labels: Record<string, string> };
+  namespaces: Map<string, { annotations: Record<string, string>; labels: Record<string, string> }>;
 }
 
 /** Explains one workload, or returns undefined for an object that is not one. */
@@ -228,12 +237,15 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
   if (s.flags.ingress) requested[INJECT_ANNOTATION] = INJECT_INGRESS;
   const flagged = applyToValue(structuredClone(object), annotationOps(template as Record<string, unknown>, `${located.prefix}/metadata`, requested));
   const namespace = located.namespace || 'default';
-  const namespaceAnnotations = { ...(s.namespaces.get(namespace) ?? {}), ...s.namespaceFlags };
+  const known = s.namespaces.get(namespace);
+  const namespaceAnnotations = { ...known?.annotations, ...s.namespaceFlags.annotations };
+  const namespaceLabels = { ...known?.labels, ...s.namespaceFlags.labels };
 
   const result = inject({
     object: flagged,
     namespace,
     namespaceAnnotations,
+    namespaceLabels,
     origin: 'webhook',
     config: { values: s.configured.values, controlPlaneNamespace: s.controlPlaneNamespace },
   });
@@ -343,9 +355,13 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
   let opts: ParsedOptions;
   let inputs: string[];
   let json: boolean;
-  let namespaceFlags: Record<string, string>;
+  let namespaceFlags: ExplainSettings['namespaceFlags'];
   try {
-    ({ opts, inputs } = parseManifestArgs(argv, { 'namespace-annotation': { type: 'string', multiple: true }, cni: { type: 'boolean' } }));
+    ({ opts, inputs } = parseManifestArgs(argv, {
+      'namespace-annotation': { type: 'string', multiple: true },
+      'namespace-label': { type: 'string', multiple: true },
+      cni: { type: 'boolean' },
+    }));
     if (opts['help'] === true) return { stdout: EXPLAIN_HELP, stderr: '', code: 0 };
     const output = opts['output'];
     if (output !== undefined && output !== 'text' && output !== 'json') {
@@ -353,8 +369,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     }
     json = output === 'json';
     if (inputs.length === 0) throw new UsageError('no input: give files, directories, or - for stdin');
-    const given = opts['namespace-annotation'];
-    namespaceFlags = Object.fromEntries((Array.isArray(given) ? given : []).map(parseAnnotation));
+    namespaceFlags = { annotations: keyValues(opts, 'namespace-annotation'), labels: keyValues(opts, 'namespace-label') };
   } catch (err) {
     return usageFailure('explain', (err as Error).message, EXPLAIN_HELP);
   }
@@ -377,12 +392,14 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     throw err;
   }
 
-  // Namespaces in the input first: their annotations decide for the pods in them, wherever they appear.
-  const namespaces = new Map<string, Record<string, string>>();
+  // Namespaces in the input first: their annotations and labels count for the pods in them, wherever they appear.
+  const namespaces: ExplainSettings['namespaces'] = new Map();
   for (const object of documents.flatMap((d) => d.objects)) {
     if (isObject(object) && object['kind'] === 'Namespace') {
       const meta = isObject(object['metadata']) ? object['metadata'] : {};
-      if (typeof meta['name'] === 'string') namespaces.set(meta['name'], { ...stringMap(meta['annotations']) });
+      if (typeof meta['name'] === 'string') {
+        namespaces.set(meta['name'], { annotations: { ...stringMap(meta['annotations']) }, labels: { ...stringMap(meta['labels']) } });
+      }
     }
   }
   const settings: ExplainSettings = {

@@ -6,6 +6,7 @@ import {
   CONTROL_PLANE_NS_LABEL,
   CREATED_BY_ANNOTATION,
   INJECT_ANNOTATION,
+  POD_SECURITY_ENFORCE_LABEL,
   PROXY_ANNOTATIONS,
   PROXY_LABEL_PREFIX,
   PROXY_VERSION_ANNOTATION,
@@ -76,6 +77,8 @@ export interface PodPatchInput {
   pendingAnnotations: Record<string, string>;
   /** The namespace's annotations, for the namespace layer of `proxy-additional-env`. */
   namespaceAnnotations?: Record<string, string>;
+  /** The namespace's labels, when known: its Pod Security level is a start-up risk. */
+  namespaceLabels?: Record<string, string> | undefined;
   /** What `prepareConfig` worked out for these values; used only when it was worked out for this very object. */
   prepared?: PreparedConfig | undefined;
   /** The template's annotations as `templateAnnotations` reads them, when the caller has read them already. */
@@ -262,6 +265,7 @@ export function podPatch(input: PodPatchInput): PodPatch {
     workloadKind: input.owner?.kind ?? 'pod',
     namedPorts: names,
     explicitOpaquePorts,
+    podSecurityEnforce: input.namespaceLabels?.[POD_SECURITY_ENFORCE_LABEL],
   });
   return {
     patch: ops,
@@ -317,6 +321,8 @@ export interface InjectionRequest {
   namespace?: string;
   /** The namespace's annotations; unknown (no cluster) is the same as none. */
   namespaceAnnotations?: Record<string, string>;
+  /** The namespace's labels, when known (`explain` reads them from Namespaces); only start-up risks read them. */
+  namespaceLabels?: Record<string, string>;
   /** The workload that owns the pod, resolved by the caller. */
   owner?: Owner;
   origin?: Origin;
@@ -418,6 +424,7 @@ export function inject(request: InjectionRequest): InjectionResult {
       workloadNamespace: namespace,
       pendingAnnotations: pending,
       namespaceAnnotations: nsAnnotations,
+      namespaceLabels: request.namespaceLabels,
       prepared: request.config.prepared,
       annotations: own,
     });

@@ -166,3 +166,6 @@ export const SERVICE_ACCOUNT_MOUNT_PATH = '/var/run/secrets/kubernetes.io/servic
  * its node; kube-apiserver refuses such a pod that projects a service-account token.
  */
 export const MIRROR_POD_ANNOTATION = 'kubernetes.io/config.mirror';
+
+/** The namespace label that sets the Pod Security level kube-apiserver enforces on its pods. */
+export const POD_SECURITY_ENFORCE_LABEL = 'pod-security.kubernetes.io/enforce';

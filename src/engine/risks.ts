@@ -11,6 +11,7 @@ import { eachContainerPort, namedPorts, splitPortList } from './ports.js';
 import type { LinkerdValues } from './values.js';
 
 export type StartupRiskCode =
+  | 'pod_security_refuses_init'
   | 'init_container_network_under_cni'
   | 'proxy_never_exits'
   | 'proxy_await_disabled'
@@ -40,7 +41,12 @@ export interface StartupRiskInput {
   explicitOpaquePorts?: string | undefined;
   /** `namedPorts(spec)`, when the caller has it already. */
   namedPorts?: ReadonlyMap<string, number>;
+  /** The Pod Security level the namespace enforces (its `pod-security.kubernetes.io/enforce` label), when known. */
+  podSecurityEnforce?: string | undefined;
 }
+
+/** The Pod Security levels that forbid capabilities beyond Docker's default set, NET_ADMIN and NET_RAW among them. */
+const CAPABILITY_RESTRICTING_LEVELS = new Set(['baseline', 'restricted']);
 
 const JOB_KINDS = new Set(['job', 'cronjob']);
 
@@ -112,6 +118,22 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
   const risks: StartupRisk[] = [];
   const userInits = objectsIn<Container>(spec.initContainers);
   const apps = objectsIn<Container>(spec.containers);
+
+  // Before anything starts: kube-apiserver's PodSecurity admission refuses linkerd-init's capabilities at baseline and
+  // above (the network validator adds none, and the proxy takes the first app container's).
+  const level = input.podSecurityEnforce;
+  if (!values.cniEnabled && level !== undefined && CAPABILITY_RESTRICTING_LEVELS.has(level)) {
+    risks.push({
+      code: 'pod_security_refuses_init',
+      container: 'linkerd-init',
+      text:
+        `the namespace enforces Pod Security ${JSON.stringify(level)}, which forbids linkerd-init's NET_ADMIN and ` +
+        `NET_RAW capabilities: the API server refuses the pod`,
+      fix:
+        `install the Linkerd CNI plugin (cniEnabled: true), which replaces linkerd-init with linkerd-network-validator, ` +
+        `or set the namespace's pod-security.kubernetes.io/enforce to privileged`,
+    });
+  }
 
   // Under the CNI plugin the redirect exists before any container runs, but a classic proxy starts only after the
   // init containers: their connections are redirected to a port nobody listens on yet.

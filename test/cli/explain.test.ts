@@ -162,6 +162,22 @@ describe('explain', () => {
     expect(job?.decision.outcome).toBe('skipped');
   });
 
+  it('a Namespace enforcing Pod Security baseline makes linkerd-init a risk; --namespace-label wins; the CNI plugin avoids it', async () => {
+    const enforcing = JOB.replace('  name: batch\n', '  name: batch\n  labels:\n    pod-security.kubernetes.io/enforce: baseline\n');
+    const [job] = await explain(enforcing);
+    expect(job?.risks.map((r) => r.code)).toEqual(['pod_security_refuses_init', 'proxy_never_exits']);
+    expect(job?.risks[0]?.text).toContain('enforces Pod Security "baseline"');
+    const [privileged] = await explain(enforcing, '--namespace-label', 'pod-security.kubernetes.io/enforce=privileged');
+    expect(privileged?.risks.map((r) => r.code)).toEqual(['proxy_never_exits']);
+    const [flagged] = await explain(POD, '--namespace-label', 'pod-security.kubernetes.io/enforce=restricted');
+    expect(flagged?.risks.map((r) => r.code)).toEqual(['pod_security_refuses_init']);
+    const [cni] = await explain(POD, '--cni', '--namespace-label', 'pod-security.kubernetes.io/enforce=restricted');
+    expect(cni?.risks).toEqual([]);
+    const bad = await runExplain([...ANCHORS, '--namespace-label', 'no-equals-sign', '-'], { stdin: POD });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--namespace-label "no-equals-sign": expected KEY=VALUE');
+  });
+
   it('the text report shows the decision, numbered steps with the rules, and each risk with its fix', async () => {
     const result = await runExplain([...ANCHORS, '--cni', '-'], { stdin: JOB });
     expect(result.code).toBe(0);

@@ -16,6 +16,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runExplain, type Explanation } from '../../src/cli/explain.js';
 import { renderChart } from './support/chart.js';
 import { kubeRequest, startControlPlane, type ControlPlane } from './support/control-plane.js';
 import { createLinkerdNamespace, createNamespace, eventually as eventuallyOr } from './support/kube.js';
@@ -297,6 +298,29 @@ describe('with a real kube-apiserver', () => {
       (err: unknown) => String((err as { body?: string }).body ?? err),
     );
     expect(refusal).toContain('spec.containers[0].securityContext.runAsUser: Forbidden: cannot be set for a windows pod');
+  });
+
+  it('12. in a namespace enforcing Pod Security baseline, the API server refuses an injected pod for linkerd-init, as explain says it will', async () => {
+    await namespace('psa-baseline', { 'linkerd.io/inject': 'enabled' }, { 'pod-security.kubernetes.io/enforce': 'baseline' });
+    const refusal = await core.createNamespacedPod({ namespace: 'psa-baseline', body: podSpec('under-baseline') }).then(
+      () => 'created',
+      (err: unknown) => (JSON.parse((err as { body: string }).body) as { message: string }).message,
+    );
+    expect(refusal).toBe(
+      'pods "under-baseline" is forbidden: violates PodSecurity "baseline:latest": non-default capabilities (container "linkerd-init" must not include "NET_ADMIN", "NET_RAW" in securityContext.capabilities.add)',
+    );
+
+    const manifests = JSON.stringify({
+      kind: 'List',
+      items: [
+        { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'psa-baseline', annotations: { 'linkerd.io/inject': 'enabled' }, labels: { 'pod-security.kubernetes.io/enforce': 'baseline' } } },
+        { apiVersion: 'v1', kind: 'Pod', ...podSpec('under-baseline'), metadata: { ...podSpec('under-baseline').metadata, namespace: 'psa-baseline' } },
+      ],
+    });
+    const explained = await runExplain(['--trust-anchors', join(REPO_ROOT, 'examples', 'trust-anchors.pem'), '-o', 'json', '-'], { stdin: manifests });
+    expect(explained.code, explained.stderr).toBe(0);
+    const [pod] = JSON.parse(explained.stdout) as Explanation[];
+    expect(pod?.risks.map((r) => r.code)).toEqual(['pod_security_refuses_init']);
   });
 
   it('a Job’s pod is labelled with its Job; a Service gets the opaque-ports annotation', async () => {

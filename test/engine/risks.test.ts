@@ -7,8 +7,9 @@ type Spec = Record<string, unknown>;
 
 const APP = { name: 'app', image: 'app:1', ports: [{ containerPort: 8080 }] };
 
-function risksOf(opts: { annotations?: Record<string, string>; spec?: Spec; cni?: boolean; owner?: string }) {
+function risksOf(opts: { annotations?: Record<string, string>; spec?: Spec; cni?: boolean; owner?: string; namespaceLabels?: Record<string, string> }) {
   const result = inject({
+    ...(opts.namespaceLabels && { namespaceLabels: opts.namespaceLabels }),
     object: pod({ annotations: { 'linkerd.io/inject': 'enabled', ...opts.annotations }, spec: opts.spec ?? { containers: [APP] } }),
     config: testConfig((v) => {
       if (opts.cni) v.cniEnabled = true;
@@ -48,6 +49,24 @@ describe('startup risks', () => {
     expect(risks[0]?.fix).toContain('proxy-enable-native-sidecar');
     const native = { 'config.linkerd.io/proxy-enable-native-sidecar': 'true' };
     expect(risksOf({ owner: kind, annotations: native, spec: { restartPolicy: 'Never', containers: [APP] } })).toEqual([]);
+  });
+
+  it.each(['baseline', 'restricted'])('a namespace enforcing Pod Security %s refuses linkerd-init, and the fix is the CNI plugin', (level) => {
+    const risks = risksOf({ namespaceLabels: { 'pod-security.kubernetes.io/enforce': level } });
+    expect(codes(risks)).toEqual(['pod_security_refuses_init']);
+    expect(risks[0]).toMatchObject({
+      container: 'linkerd-init',
+      text: `the namespace enforces Pod Security "${level}", which forbids linkerd-init's NET_ADMIN and NET_RAW capabilities: the API server refuses the pod`,
+    });
+    expect(risks[0]?.fix).toContain('cniEnabled: true');
+    // With the CNI plugin the pod gets the network validator, which adds no capability.
+    expect(risksOf({ cni: true, namespaceLabels: { 'pod-security.kubernetes.io/enforce': level } })).toEqual([]);
+  });
+
+  it('Pod Security privileged, a warn or audit label, or no label at all is no risk', () => {
+    for (const labels of [{ 'pod-security.kubernetes.io/enforce': 'privileged' }, { 'pod-security.kubernetes.io/warn': 'restricted', 'pod-security.kubernetes.io/audit': 'baseline' }, {}]) {
+      expect(risksOf({ namespaceLabels: labels })).toEqual([]);
+    }
   });
 
   it('a pod whose owner is unknown is recognised as running to completion by its restart policy', () => {
