@@ -175,8 +175,8 @@ export function runsOnWindows(spec: PodSpec): boolean {
 }
 
 /**
- * All the reasons not to inject, in Linkerd's order: hostNetwork, sidecar, unsupported, annotation, automount; or, when
- * none applies, the pods Linkerd would inject into a pod that cannot be created or cannot run:
+ * All the reasons not to inject, in Linkerd's order: hostNetwork, sidecar, unsupported, annotation, automount. When
+ * none applies, two kinds of pod that Linkerd injects although the result cannot be created or cannot run:
  * - a mirror pod: what the API shows of a pod that the kubelet runs from a file on its node. A patch changes only the
  *   copy, and kube-apiserver refuses a mirror that projects a service-account token, as the proxy's identity volume
  *   does, so the kubelet could not create it;
