@@ -8,6 +8,7 @@ import {
   iptablesPlan,
   inject,
   locate,
+  quotaRisks,
   runAsUser,
   type InjectionResult,
   type IptablesPlan,
@@ -86,7 +87,8 @@ manifests, says what the admission webhook will do when its pods are created: wh
 every reason; how the pod will start (linkerd-init with the iptables rules it writes, or the CNI network
 validator; the proxy and its linkerd-await hook or native-sidecar start; the app containers); and the
 start-up risks, each with its fix. Other objects are not reported; Namespaces in the input supply the
-annotations and labels of their pods' namespace.
+annotations and labels of their pods' namespace, and its ResourceQuotas and LimitRanges say whether the
+API server will accept the containers the injector adds.
 
 Inputs, configuration and proxy flags are those of 'proxy-injector inject' (see 'inject --help'); a proxy
 flag acts as the annotation it writes. Also:
@@ -223,6 +225,8 @@ interface ExplainSettings {
   controlPlaneNamespace: string;
   namespaceFlags: { annotations: Record<string, string>; labels: Record<string, string> };
   namespaces: Map<string, { annotations: Record<string, string>; labels: Record<string, string> }>;
+  /** ResourceQuotas and LimitRanges in the input, by namespace. */
+  quotas: Map<string, { resourceQuotas: unknown[]; limitRanges: unknown[] }>;
 }
 
 /** Explains one workload, or returns undefined for an object that is not one. */
@@ -281,6 +285,8 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
   });
   explanation.startup = steps;
   explanation.warnings.push(...errors);
+  const quotas = s.quotas.get(namespace);
+  if (quotas) explanation.risks = [...quotaRisks(spec, quotas.resourceQuotas, quotas.limitRanges), ...explanation.risks];
   const plan = steps.find((st) => st.iptables)?.iptables;
   if (plan) explanation.iptables = plan;
   return explanation;
@@ -392,14 +398,21 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     throw err;
   }
 
-  // Namespaces in the input first: their annotations and labels count for the pods in them, wherever they appear.
+  // Namespaces, ResourceQuotas and LimitRanges in the input first: they count for the pods of their namespace,
+  // wherever they appear.
   const namespaces: ExplainSettings['namespaces'] = new Map();
+  const quotas: ExplainSettings['quotas'] = new Map();
   for (const object of documents.flatMap((d) => d.objects)) {
-    if (isObject(object) && object['kind'] === 'Namespace') {
-      const meta = isObject(object['metadata']) ? object['metadata'] : {};
-      if (typeof meta['name'] === 'string') {
-        namespaces.set(meta['name'], { annotations: { ...stringMap(meta['annotations']) }, labels: { ...stringMap(meta['labels']) } });
-      }
+    if (!isObject(object)) continue;
+    const meta = isObject(object['metadata']) ? object['metadata'] : {};
+    if (object['kind'] === 'Namespace' && typeof meta['name'] === 'string') {
+      namespaces.set(meta['name'], { annotations: { ...stringMap(meta['annotations']) }, labels: { ...stringMap(meta['labels']) } });
+    }
+    if (object['kind'] === 'ResourceQuota' || object['kind'] === 'LimitRange') {
+      const ns = typeof meta['namespace'] === 'string' && meta['namespace'] !== '' ? meta['namespace'] : 'default';
+      const held = quotas.get(ns) ?? { resourceQuotas: [], limitRanges: [] };
+      (object['kind'] === 'ResourceQuota' ? held.resourceQuotas : held.limitRanges).push(object);
+      quotas.set(ns, held);
     }
   }
   const settings: ExplainSettings = {
@@ -408,6 +421,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     controlPlaneNamespace: (opts['linkerd-namespace'] as string | undefined) || 'linkerd',
     namespaceFlags,
     namespaces,
+    quotas,
   };
   const explanations: Explanation[] = [];
   const problems: string[] = [];

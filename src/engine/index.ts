@@ -35,4 +35,5 @@ export { parseGoDuration } from './parsers.js';
 export { INBOUND_POLICIES, OVERRIDE_RULES, overrideRule, refusal } from './override-rules.js';
 export type { OverrideRule, ParseContext, Parsed } from './override-rules.js';
 export { startupRisks, riskWarning, runAsUser } from './risks.js';
+export { quotaRisks } from './quota.js';
 export type { StartupRisk, StartupRiskCode, StartupRiskInput } from './risks.js';

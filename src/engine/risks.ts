@@ -12,6 +12,7 @@ import type { LinkerdValues } from './values.js';
 
 export type StartupRiskCode =
   | 'pod_security_refuses_init'
+  | 'resource_quota_needs_resources'
   | 'init_container_network_under_cni'
   | 'proxy_never_exits'
   | 'proxy_await_disabled'

@@ -178,6 +178,19 @@ describe('explain', () => {
     expect(bad.stderr).toContain('--namespace-label "no-equals-sign": expected KEY=VALUE');
   });
 
+  it('a ResourceQuota of the namespace in the input that needs resources the injected containers lack is the first risk', async () => {
+    const quota = '---\napiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: compute\n  namespace: shop\nspec:\n  hard:\n    limits.cpu: "4"\n';
+    const [e] = await explain(POD + quota);
+    expect(e?.risks.map((r) => r.code)).toEqual(['resource_quota_needs_resources']);
+    expect(e?.risks[0]?.container).toBe('linkerd-init,linkerd-proxy');
+    // Resources for the proxy (which linkerd-init takes too), or a LimitRange with defaults, answer it.
+    expect((await explain(POD + quota, '--proxy-cpu-limit', '1'))[0]?.risks).toEqual([]);
+    const limitRange = '---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: defaults\n  namespace: shop\nspec:\n  limits:\n    - type: Container\n      default:\n        cpu: 100m\n';
+    expect((await explain(POD + quota + limitRange))[0]?.risks).toEqual([]);
+    // A quota of another namespace does not count.
+    expect((await explain(POD + quota.replace('namespace: shop', 'namespace: other')))[0]?.risks).toEqual([]);
+  });
+
   it('the text report shows the decision, numbered steps with the rules, and each risk with its fix', async () => {
     const result = await runExplain([...ANCHORS, '--cni', '-'], { stdin: JOB });
     expect(result.code).toBe(0);

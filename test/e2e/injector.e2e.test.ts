@@ -323,6 +323,44 @@ describe('with a real kube-apiserver', () => {
     expect(pod?.risks.map((r) => r.code)).toEqual(['pod_security_refuses_init']);
   });
 
+  it('13. a ResourceQuota on CPU refuses the injected containers unless a LimitRange gives them defaults, as explain says', async () => {
+    await namespace('quota', { 'linkerd.io/inject': 'enabled' });
+    const quota = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'compute', namespace: 'quota' }, spec: { hard: { 'limits.cpu': '4', 'requests.cpu': '2' } } };
+    const limitRange = { apiVersion: 'v1', kind: 'LimitRange', metadata: { name: 'defaults', namespace: 'quota' }, spec: { limits: [{ type: 'Container', default: { cpu: '100m' } }] } };
+    const app = podSpec('under-quota');
+    app.spec!.containers[0]!.resources = { limits: { cpu: '1' }, requests: { cpu: '500m' } };
+    const pod = { apiVersion: 'v1', kind: 'Pod', ...app, metadata: { ...app.metadata, namespace: 'quota' } };
+    // Raw requests: the client's model names LimitRange's `default` field `_default`.
+    const create = async (path: string, body: unknown) => kubeRequest(cp, 'POST', `/api/v1/namespaces/quota/${path}`, body);
+    expect((await create('resourcequotas', quota)).status).toBe(201);
+    const explained = async (objects: unknown[]) => {
+      const namespaceObject = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'quota', annotations: { 'linkerd.io/inject': 'enabled' } } };
+      const stdin = JSON.stringify({ kind: 'List', items: [namespaceObject, ...objects] });
+      const result = await runExplain(['--trust-anchors', join(REPO_ROOT, 'examples', 'trust-anchors.pem'), '-o', 'json', '-'], { stdin });
+      expect(result.code, result.stderr).toBe(0);
+      return (JSON.parse(result.stdout) as Explanation[])[0]?.risks.map((r) => r.code);
+    };
+
+    const refused = await eventually('the quota to be in force', async () => {
+      const res = await create('pods?dryRun=All', pod);
+      return res.status === 403 && !res.body.includes('status unknown') ? (res.json as { message: string }).message : undefined;
+    });
+    expect(refused).toBe('pods "under-quota" is forbidden: failed quota: compute: must specify limits.cpu for: linkerd-init,linkerd-proxy; requests.cpu for: linkerd-init,linkerd-proxy');
+    expect(await explained([quota, pod])).toEqual(['resource_quota_needs_resources']);
+
+    expect((await create('limitranges', limitRange)).status).toBe(201);
+    const admitted = await eventually('the LimitRange to be in force', async () => {
+      const res = await create('pods?dryRun=All', pod);
+      return res.status === 201 ? (res.json as V1Pod) : undefined;
+    });
+    expect([...(admitted.spec?.initContainers ?? []), ...(admitted.spec?.containers ?? [])].map((c) => [c.name, c.resources?.limits?.['cpu']])).toEqual([
+      ['linkerd-init', '100m'],
+      ['linkerd-proxy', '100m'],
+      ['app', '1'],
+    ]);
+    expect(await explained([quota, limitRange, pod])).toEqual([]);
+  });
+
   it('a Job’s pod is labelled with its Job; a Service gets the opaque-ports annotation', async () => {
     await batch.createNamespacedJob({
       namespace: 'emojivoto',

@@ -1,0 +1,63 @@
+/** ResourceQuota admission against the containers the injector adds, with and without LimitRange defaults. */
+import { describe, expect, it } from 'vitest';
+import { quotaRisks } from '../../src/engine/index.js';
+
+const quota = (hard: Record<string, string>, more: Record<string, unknown> = {}) => ({ kind: 'ResourceQuota', metadata: { name: 'compute' }, spec: { hard, ...more } });
+const limitRange = (item: Record<string, unknown>) => ({ kind: 'LimitRange', metadata: { name: 'defaults' }, spec: { limits: [{ type: 'Container', ...item }] } });
+
+/** An injected pod: the app states its resources, linkerd-init and the proxy state `resources` (none by default). */
+function injectedPod(resources?: Record<string, unknown>) {
+  const own = resources === undefined ? {} : { resources };
+  return {
+    initContainers: [{ name: 'linkerd-init', image: 'proxy', ...own }],
+    containers: [
+      { name: 'linkerd-proxy', image: 'proxy', ...own },
+      { name: 'app', image: 'app', resources: { limits: { cpu: '1', memory: '1Gi' }, requests: { cpu: '500m', memory: '1Gi' } } },
+    ],
+  };
+}
+
+describe('quotaRisks', () => {
+  it('a quota on limits and requests refuses linkerd-init and the proxy, which state none by default', () => {
+    const risks = quotaRisks(injectedPod(), [quota({ 'limits.cpu': '4', 'limits.memory': '4Gi', 'requests.cpu': '2', pods: '10' })], []);
+    expect(risks).toEqual([
+      {
+        code: 'resource_quota_needs_resources',
+        container: 'linkerd-init,linkerd-proxy',
+        text:
+          'ResourceQuota "compute" obliges every container to state limits.cpu, limits.memory, requests.cpu, and the injected ones do not ' +
+          '(limits.cpu for linkerd-init, linkerd-proxy; limits.memory for linkerd-init, linkerd-proxy; requests.cpu for linkerd-init, linkerd-proxy): ' +
+          'the API server refuses the pod',
+        fix: expect.stringContaining('config.linkerd.io/proxy-cpu-request'),
+      },
+    ]);
+  });
+
+  it('`cpu` and `memory` in a quota mean requests; a limit stands as the request the API server defaults from it', () => {
+    expect(quotaRisks(injectedPod(), [quota({ cpu: '2' })], [])[0]?.text).toContain('state requests.cpu,');
+    expect(quotaRisks(injectedPod({ limits: { cpu: '1', memory: '256Mi' } }), [quota({ cpu: '2', memory: '2Gi', 'limits.cpu': '4' })], [])).toEqual([]);
+    expect(quotaRisks(injectedPod({ requests: { cpu: '100m' } }), [quota({ 'limits.cpu': '4' })], [])[0]?.text).toContain('(limits.cpu for linkerd-init, linkerd-proxy)');
+  });
+
+  it('LimitRange defaults answer for containers that state nothing; `default` alone also stands as `defaultRequest`', () => {
+    const hard = { 'limits.cpu': '4', 'limits.memory': '4Gi', 'requests.cpu': '2', 'requests.memory': '2Gi' };
+    expect(quotaRisks(injectedPod(), [quota(hard)], [limitRange({ default: { cpu: '100m', memory: '64Mi' } })])).toEqual([]);
+    const requestsOnly = quotaRisks(injectedPod(), [quota(hard)], [limitRange({ defaultRequest: { cpu: '100m', memory: '64Mi' } })]);
+    expect(requestsOnly[0]?.text).toContain('(limits.cpu for linkerd-init, linkerd-proxy; limits.memory for linkerd-init, linkerd-proxy)');
+    // A LimitRange for pods (not containers) gives no defaults.
+    expect(quotaRisks(injectedPod(), [quota(hard)], [{ spec: { limits: [{ type: 'Pod', default: { cpu: '1' } }] } }])).toHaveLength(1);
+  });
+
+  it('quotas on other resources, scoped quotas and the app containers are not the injector`s to report', () => {
+    expect(quotaRisks(injectedPod(), [quota({ pods: '10', 'requests.storage': '10Gi', 'limits.ephemeral-storage': '1Gi' })], [])).toEqual([]);
+    expect(quotaRisks(injectedPod(), [quota({ 'limits.cpu': '4' }, { scopes: ['NotBestEffort'] })], [])).toEqual([]);
+    expect(quotaRisks(injectedPod(), [quota({ 'limits.cpu': '4' }, { scopeSelector: { matchExpressions: [] } })], [])).toEqual([]);
+    const appWithout = { containers: [{ name: 'linkerd-proxy', resources: { limits: { cpu: '1' } } }, { name: 'app' }], initContainers: [{ name: 'linkerd-init', resources: { limits: { cpu: '1' } } }] };
+    expect(quotaRisks(appWithout, [quota({ 'limits.cpu': '4' })], [])).toEqual([]);
+  });
+
+  it('each quota that would refuse the pod is a risk of its own; objects that are not quotas are ignored', () => {
+    const risks = quotaRisks(injectedPod(), [quota({ 'limits.cpu': '4' }), { metadata: { name: 'mem' }, spec: { hard: { 'requests.memory': '1Gi' } } }, null, 'text'], []);
+    expect(risks.map((r) => r.text.slice(0, 22))).toEqual(['ResourceQuota "compute', 'ResourceQuota "mem" ob']);
+  });
+});
