@@ -1,12 +1,17 @@
 /**
- * Whether kube-apiserver's ResourceQuota admission will refuse an injected pod. A quota on the CPU or memory of a
- * namespace's pods obliges every container, init containers included, to state that resource; linkerd-init and the
- * proxy state none by default, so the pod is refused ("must specify limits.cpu for: linkerd-init,linkerd-proxy")
- * unless a LimitRange gives them defaults (LimitRanger runs again after the webhooks have changed the pod). Pure: it
- * reads the injected pod and the namespace's ResourceQuotas and LimitRanges as objects.
+ * Whether kube-apiserver will refuse an injected pod for the resources of the containers the injector adds, under the
+ * namespace's ResourceQuotas and LimitRanges:
+ * - a quota on the CPU or memory of the namespace's pods obliges every container, init containers included, to state
+ *   that resource; linkerd-init and the proxy state none by default ("must specify limits.cpu for:
+ *   linkerd-init,linkerd-proxy") unless a LimitRange gives them defaults (LimitRanger runs again after the webhooks
+ *   have changed the pod);
+ * - a LimitRange's `min`, `max` and `maxLimitRequestRatio` apply to them like to any container, with the resources
+ *   the proxy's annotations or values give them ("maximum cpu usage per Container is 500m, but limit is 1").
+ * Pure: it reads the injected pod and the namespace's ResourceQuotas and LimitRanges as objects.
  */
 import { INJECTED_CONTAINERS } from './names.js';
 import { isObject, objectsIn, type Container, type PodSpec } from './k8s.js';
+import { parseQuantity, type Quantity } from './parsers.js';
 import type { StartupRisk } from './risks.js';
 
 /** The quota keys that oblige each container to state a resource: only CPU and memory do, for old compatibility. */
@@ -19,61 +24,130 @@ const CONTAINER_KEYS: ReadonlyMap<string, string> = new Map([
   ['limits.memory', 'limits.memory'],
 ]);
 
-/** The keys (`requests.cpu`, `limits.memory`, ...) a container states, by its own resources or by defaults. */
-type Stated = Set<string>;
+/** Resource name to quantity text. */
+type ResourceList = Map<string, string>;
 
-const namesOf = (map: unknown): string[] => (isObject(map) ? Object.keys(map) : []);
+const listOf = (map: unknown): ResourceList => {
+  const out: ResourceList = new Map();
+  if (isObject(map)) for (const [k, v] of Object.entries(map)) out.set(k, typeof v === 'number' ? String(v) : String(v ?? ''));
+  return out;
+};
+
+/** One `type: Container` item of a LimitRange, with the defaults the API server fills in when it stores it. */
+interface ContainerLimits {
+  limitRange: string;
+  min: ResourceList;
+  max: ResourceList;
+  ratio: ResourceList;
+  defaultLimits: ResourceList;
+  defaultRequests: ResourceList;
+}
 
 /**
- * What the namespace's LimitRanges give a container that states nothing: `default` sets limits, `defaultRequest`
- * requests; a LimitRange with `default` alone also gets it as `defaultRequest` when the API server stores it.
+ * The Container items of the LimitRanges, as stored: resource by resource, a `max` stands as the `default`, a
+ * `default` as the `defaultRequest`, and a `min` as the `defaultRequest` when neither gives one.
  */
-function defaultsOf(limitRanges: readonly unknown[]): Stated {
-  const out: Stated = new Set();
+function containerLimits(limitRanges: readonly unknown[]): ContainerLimits[] {
+  const out: ContainerLimits[] = [];
   for (const lr of limitRanges) {
-    const spec = isObject(lr) ? lr['spec'] : undefined;
+    if (!isObject(lr)) continue;
+    const meta = lr['metadata'];
+    const spec = lr['spec'];
+    const name = isObject(meta) && typeof meta['name'] === 'string' ? meta['name'] : '';
     for (const item of objectsIn<Record<string, unknown>>(isObject(spec) ? spec['limits'] : undefined)) {
       if (item['type'] !== 'Container') continue;
-      const requests = item['defaultRequest'] !== undefined ? item['defaultRequest'] : item['default'];
-      for (const r of namesOf(item['default'])) out.add(`limits.${r}`);
-      for (const r of namesOf(requests)) out.add(`requests.${r}`);
+      const min = listOf(item['min']);
+      const max = listOf(item['max']);
+      const defaultLimits = listOf(item['default']);
+      for (const [r, q] of max) if (!defaultLimits.has(r)) defaultLimits.set(r, q);
+      const defaultRequests = listOf(item['defaultRequest']);
+      for (const [r, q] of defaultLimits) if (!defaultRequests.has(r)) defaultRequests.set(r, q);
+      for (const [r, q] of min) if (!defaultRequests.has(r)) defaultRequests.set(r, q);
+      out.push({ limitRange: name, min, max, ratio: listOf(item['maxLimitRequestRatio']), defaultLimits, defaultRequests });
     }
   }
   return out;
 }
 
-/** The keys a container states: a limit without a request also stands as the request, as the API server defaults it. */
-function statedBy(c: Container, defaults: Stated): Stated {
+/**
+ * A container's requests and limits as the API server will hold them: its own, a limit also standing as the missing
+ * request (the Pod's defaulting), then each LimitRange's defaults for what is still missing.
+ */
+function effective(c: Container, limits: readonly ContainerLimits[]): { requests: ResourceList; limits: ResourceList } {
   const resources = isObject(c['resources']) ? c['resources'] : {};
-  const out = new Set(defaults);
-  for (const r of namesOf(resources['requests'])) out.add(`requests.${r}`);
-  for (const r of namesOf(resources['limits'])) {
-    out.add(`limits.${r}`);
-    out.add(`requests.${r}`);
+  const ownLimits = listOf(resources['limits']);
+  const requests = listOf(resources['requests']);
+  for (const [r, q] of ownLimits) if (!requests.has(r)) requests.set(r, q);
+  for (const item of limits) {
+    for (const [r, q] of item.defaultLimits) if (!ownLimits.has(r)) ownLimits.set(r, q);
+    for (const [r, q] of item.defaultRequests) if (!requests.has(r)) requests.set(r, q);
   }
-  return out;
+  return { requests, limits: ownLimits };
+}
+
+/** a < b, for quantities; false when either does not parse (the API server would have refused it first). */
+function less(a: Quantity | undefined, b: Quantity | undefined): boolean {
+  return a !== undefined && b !== undefined && a.num * b.den < b.num * a.den;
 }
 
 /**
- * The risk of each ResourceQuota that would refuse the pod for a container the injector added. Quotas with scopes
- * apply to some pods only and are left out, as are the app containers, which the pod's author answers for.
+ * Why a LimitRange item refuses a container's resources, in the API server's words, or undefined. A `min` always finds
+ * a request and a `max` a limit: the defaults filled in from them give one to a container that states none.
+ */
+function limitRangeFault(item: ContainerLimits, requests: ResourceList, limits: ResourceList): string | undefined {
+  for (const [r, bound] of item.min) {
+    const min = parseQuantity(bound);
+    const request = requests.get(r) ?? '';
+    const limit = limits.get(r);
+    if (less(parseQuantity(request), min)) return `minimum ${r} usage per Container is ${bound}, but request is ${request}`;
+    if (limit !== undefined && less(parseQuantity(limit), min)) return `minimum ${r} usage per Container is ${bound}, but limit is ${limit}`;
+  }
+  for (const [r, bound] of item.max) {
+    const max = parseQuantity(bound);
+    const request = requests.get(r);
+    const limit = limits.get(r) ?? '';
+    if (less(max, parseQuantity(limit))) return `maximum ${r} usage per Container is ${bound}, but limit is ${limit}`;
+    if (request !== undefined && less(max, parseQuantity(request))) return `maximum ${r} usage per Container is ${bound}, but request is ${request}`;
+  }
+  for (const [r, bound] of item.ratio) {
+    const ratio = parseQuantity(bound);
+    const request = parseQuantity(requests.get(r) ?? '');
+    const limit = parseQuantity(limits.get(r) ?? '');
+    if (request === undefined || request.num === 0n) return `${r} max limit to request ratio per Container is ${bound}, and no request is specified`;
+    if (limit === undefined || limit.num === 0n) return `${r} max limit to request ratio per Container is ${bound}, and no limit is specified`;
+    // limit / request > ratio
+    if (ratio !== undefined && limit.num * request.den * ratio.den > ratio.num * limit.den * request.num) {
+      return `${r} max limit to request ratio per Container is ${bound}, but the limit (${limits.get(r)}) is more than that many times the request (${requests.get(r)})`;
+    }
+  }
+  return undefined;
+}
+
+const RESOURCES_FIX =
+  'config.linkerd.io/proxy-cpu-request, -cpu-limit, -memory-request and -memory-limit on the namespace or the pod, or ' +
+  'proxy.resources in the values; linkerd-init takes the same';
+
+/**
+ * The risks of each ResourceQuota and LimitRange that would refuse the pod for a container the injector added. Quotas
+ * with scopes apply to some pods only and are left out, as are the app containers, which the pod's author answers for.
  */
 export function quotaRisks(spec: PodSpec, resourceQuotas: readonly unknown[], limitRanges: readonly unknown[]): StartupRisk[] {
-  const defaults = defaultsOf(limitRanges);
-  const added = [...objectsIn<Container>(spec.initContainers), ...objectsIn<Container>(spec.containers)].filter((c) =>
-    INJECTED_CONTAINERS.includes(String(c.name ?? '')),
-  );
+  const limits = containerLimits(limitRanges);
+  const added = [...objectsIn<Container>(spec.initContainers), ...objectsIn<Container>(spec.containers)]
+    .filter((c) => INJECTED_CONTAINERS.includes(String(c.name ?? '')))
+    .map((c) => ({ name: String(c.name), ...effective(c, limits) }));
   const risks: StartupRisk[] = [];
   for (const quota of resourceQuotas) {
     const meta = isObject(quota) ? quota['metadata'] : undefined;
     const qspec = isObject(quota) ? quota['spec'] : undefined;
     if (!isObject(qspec) || qspec['scopes'] !== undefined || qspec['scopeSelector'] !== undefined) continue;
-    const required = [...new Set(namesOf(qspec['hard']).flatMap((k) => CONTAINER_KEYS.get(k) ?? []))].sort();
-    if (required.length === 0) continue;
+    const required = [...new Set([...listOf(qspec['hard']).keys()].flatMap((k) => CONTAINER_KEYS.get(k) ?? []))].sort();
     const missing = new Map<string, string[]>();
     for (const c of added) {
-      const stated = statedBy(c, defaults);
-      for (const key of required) if (!stated.has(key)) missing.set(key, [...(missing.get(key) ?? []), String(c.name)]);
+      for (const key of required) {
+        const [kind, resource] = key.split('.') as [string, string];
+        if (!(kind === 'limits' ? c.limits : c.requests).has(resource)) missing.set(key, [...(missing.get(key) ?? []), c.name]);
+      }
     }
     if (missing.size === 0) continue;
     const name = isObject(meta) && typeof meta['name'] === 'string' ? meta['name'] : '';
@@ -82,11 +156,24 @@ export function quotaRisks(spec: PodSpec, resourceQuotas: readonly unknown[], li
       code: 'resource_quota_needs_resources',
       container: [...new Set([...missing.values()].flat())].join(','),
       text: `ResourceQuota ${JSON.stringify(name)} obliges every container to state ${required.join(', ')}, and the injected ones do not (${what}): the API server refuses the pod`,
-      fix:
-        'give the proxy resources (config.linkerd.io/proxy-cpu-request, -cpu-limit, -memory-request and -memory-limit on ' +
-        'the namespace or the pod, or proxy.resources in the values; linkerd-init takes the same), or add a LimitRange ' +
-        'with default requests and limits to the namespace',
+      fix: `give the proxy resources (${RESOURCES_FIX}), or add a LimitRange with default requests and limits to the namespace`,
     });
+  }
+  for (const item of limits) {
+    // linkerd-init takes the proxy's resources, so both usually meet the same fault: one risk names them together.
+    const byFault = new Map<string, string[]>();
+    for (const c of added) {
+      const fault = limitRangeFault(item, c.requests, c.limits);
+      if (fault !== undefined) byFault.set(fault, [...(byFault.get(fault) ?? []), c.name]);
+    }
+    for (const [fault, containers] of byFault) {
+      risks.push({
+        code: 'limit_range_refuses_resources',
+        container: containers.join(','),
+        text: `LimitRange ${JSON.stringify(item.limitRange)}: ${fault}, for ${containers.join(' and ')}: the API server refuses the pod`,
+        fix: `bring the proxy's resources within the LimitRange (${RESOURCES_FIX})`,
+      });
+    }
   }
   return risks;
 }

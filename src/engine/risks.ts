@@ -13,6 +13,7 @@ import type { LinkerdValues } from './values.js';
 export type StartupRiskCode =
   | 'pod_security_refuses_init'
   | 'resource_quota_needs_resources'
+  | 'limit_range_refuses_resources'
   | 'init_container_network_under_cni'
   | 'proxy_never_exits'
   | 'proxy_await_disabled'

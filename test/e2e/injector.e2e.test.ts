@@ -323,7 +323,7 @@ describe('with a real kube-apiserver', () => {
     expect(pod?.risks.map((r) => r.code)).toEqual(['pod_security_refuses_init']);
   });
 
-  it('13. a ResourceQuota on CPU refuses the injected containers unless a LimitRange gives them defaults, as explain says', async () => {
+  it('13. a ResourceQuota on CPU refuses the injected containers unless a LimitRange gives them defaults, and a LimitRange max refuses a larger proxy, as explain says', async () => {
     await namespace('quota', { 'linkerd.io/inject': 'enabled' });
     const quota = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'compute', namespace: 'quota' }, spec: { hard: { 'limits.cpu': '4', 'requests.cpu': '2' } } };
     const limitRange = { apiVersion: 'v1', kind: 'LimitRange', metadata: { name: 'defaults', namespace: 'quota' }, spec: { limits: [{ type: 'Container', default: { cpu: '100m' } }] } };
@@ -359,6 +359,20 @@ describe('with a real kube-apiserver', () => {
       ['app', '1'],
     ]);
     expect(await explained([quota, limitRange, pod])).toEqual([]);
+
+    // The same LimitRange with a max, and a proxy whose annotation asks for more.
+    const bounded = { ...limitRange, metadata: { name: 'bounded', namespace: 'quota' }, spec: { limits: [{ type: 'Container', max: { cpu: '500m' } }] } };
+    expect((await create('limitranges', bounded)).status).toBe(201);
+    // The app within the max, so that the API server's refusal (which names no container) can only be the proxy's.
+    const smallApp = { ...app.spec!.containers[0]!, resources: { limits: { cpu: '400m' }, requests: { cpu: '200m' } } };
+    const bigProxy = { ...pod, metadata: { ...pod.metadata, annotations: { 'config.linkerd.io/proxy-cpu-limit': '1' } }, spec: { ...pod.spec, containers: [smallApp] } };
+    expect((await create('pods?dryRun=All', { ...bigProxy, metadata: pod.metadata })).status).toBe(201);
+    const tooBig = await eventually('the max to be in force', async () => {
+      const res = await create('pods?dryRun=All', bigProxy);
+      return res.status === 403 ? (res.json as { message: string }).message : undefined;
+    });
+    expect(tooBig).toBe('pods "under-quota" is forbidden: maximum cpu usage per Container is 500m, but limit is 1');
+    expect(await explained([quota, limitRange, bounded, bigProxy])).toEqual(['limit_range_refuses_resources']);
   });
 
   it('a Job’s pod is labelled with its Job; a Service gets the opaque-ports annotation', async () => {

@@ -39,11 +39,17 @@ describe('quotaRisks', () => {
     expect(quotaRisks(injectedPod({ requests: { cpu: '100m' } }), [quota({ 'limits.cpu': '4' })], [])[0]?.text).toContain('(limits.cpu for linkerd-init, linkerd-proxy)');
   });
 
-  it('LimitRange defaults answer for containers that state nothing; `default` alone also stands as `defaultRequest`', () => {
+  it('LimitRange defaults answer for containers that state nothing, with the defaults the API server fills in', () => {
     const hard = { 'limits.cpu': '4', 'limits.memory': '4Gi', 'requests.cpu': '2', 'requests.memory': '2Gi' };
     expect(quotaRisks(injectedPod(), [quota(hard)], [limitRange({ default: { cpu: '100m', memory: '64Mi' } })])).toEqual([]);
     const requestsOnly = quotaRisks(injectedPod(), [quota(hard)], [limitRange({ defaultRequest: { cpu: '100m', memory: '64Mi' } })]);
     expect(requestsOnly[0]?.text).toContain('(limits.cpu for linkerd-init, linkerd-proxy; limits.memory for linkerd-init, linkerd-proxy)');
+    // A `max` stands as the default limit (and so request), a `min` as the default request; resource by resource.
+    expect(quotaRisks(injectedPod(), [quota(hard)], [limitRange({ max: { cpu: '1', memory: '1Gi' } })])).toEqual([]);
+    const minOnly = quotaRisks(injectedPod(), [quota({ 'requests.memory': '2Gi', 'limits.memory': '4Gi' })], [limitRange({ min: { memory: '32Mi' } })]);
+    expect(minOnly[0]?.text).toContain('(limits.memory for linkerd-init, linkerd-proxy)');
+    const mixed = limitRange({ defaultRequest: { cpu: '100m' }, default: { memory: '64Mi' } });
+    expect(quotaRisks(injectedPod(), [quota({ 'requests.cpu': '2', 'requests.memory': '2Gi', 'limits.memory': '4Gi' })], [mixed])).toEqual([]);
     // A LimitRange for pods (not containers) gives no defaults.
     expect(quotaRisks(injectedPod(), [quota(hard)], [{ spec: { limits: [{ type: 'Pod', default: { cpu: '1' } }] } }])).toHaveLength(1);
   });
@@ -54,6 +60,43 @@ describe('quotaRisks', () => {
     expect(quotaRisks(injectedPod(), [quota({ 'limits.cpu': '4' }, { scopeSelector: { matchExpressions: [] } })], [])).toEqual([]);
     const appWithout = { containers: [{ name: 'linkerd-proxy', resources: { limits: { cpu: '1' } } }, { name: 'app' }], initContainers: [{ name: 'linkerd-init', resources: { limits: { cpu: '1' } } }] };
     expect(quotaRisks(appWithout, [quota({ 'limits.cpu': '4' })], [])).toEqual([]);
+  });
+
+  it('a LimitRange whose max the proxy`s stated limit exceeds refuses linkerd-init and the proxy alike', () => {
+    const risks = quotaRisks(injectedPod({ limits: { cpu: '1' }, requests: { cpu: '100m' } }), [], [limitRange({ max: { cpu: '500m' } })]);
+    expect(risks).toEqual([
+      {
+        code: 'limit_range_refuses_resources',
+        container: 'linkerd-init,linkerd-proxy',
+        text: 'LimitRange "defaults": maximum cpu usage per Container is 500m, but limit is 1, for linkerd-init and linkerd-proxy: the API server refuses the pod',
+        fix: expect.stringContaining('proxy.resources in the values'),
+      },
+    ]);
+    // A request above the max, within it, and a container that states nothing (the max becomes its default).
+    expect(quotaRisks(injectedPod({ limits: { cpu: '500m' }, requests: { cpu: '600m' } }), [], [limitRange({ max: { cpu: '500m' } })])[0]?.text).toContain('but request is 600m');
+    expect(quotaRisks(injectedPod({ limits: { cpu: '0.5' } }), [], [limitRange({ max: { cpu: '500m' } })])).toEqual([]);
+    expect(quotaRisks(injectedPod(), [], [limitRange({ max: { cpu: '500m', memory: '1Gi' } })])).toEqual([]);
+  });
+
+  it('a min above the proxy`s request or limit refuses it; a container that states nothing gets the min as its request', () => {
+    expect(quotaRisks(injectedPod({ requests: { memory: '20Mi' } }), [], [limitRange({ min: { memory: '32Mi' } })])[0]?.text).toContain(
+      'minimum memory usage per Container is 32Mi, but request is 20Mi, for linkerd-init and linkerd-proxy',
+    );
+    expect(quotaRisks(injectedPod({ requests: { memory: '64Mi' }, limits: { memory: '16Mi' } }), [], [limitRange({ min: { memory: '32Mi' } })])[0]?.text).toContain('but limit is 16Mi');
+    expect(quotaRisks(injectedPod(), [], [limitRange({ min: { memory: '32Mi' } })])).toEqual([]);
+    expect(quotaRisks(injectedPod({ requests: { memory: '0.03125Gi' } }), [], [limitRange({ min: { memory: '32Mi' } })])).toEqual([]);
+  });
+
+  it('a limit-to-request ratio needs both stated, and a limit at most that many times the request', () => {
+    const ratio = limitRange({ maxLimitRequestRatio: { cpu: '2' } });
+    expect(quotaRisks(injectedPod(), [], [ratio])[0]?.text).toContain('cpu max limit to request ratio per Container is 2, and no request is specified');
+    expect(quotaRisks(injectedPod({ requests: { cpu: '100m' } }), [], [ratio])[0]?.text).toContain('and no limit is specified');
+    expect(quotaRisks(injectedPod({ requests: { cpu: '100m' }, limits: { cpu: '1' } }), [], [ratio])[0]?.text).toContain(
+      'but the limit (1) is more than that many times the request (100m)',
+    );
+    expect(quotaRisks(injectedPod({ requests: { cpu: '500m' }, limits: { cpu: '1' } }), [], [ratio])).toEqual([]);
+    // A limit alone stands as the request: a ratio of 1.
+    expect(quotaRisks(injectedPod({ limits: { cpu: '1' } }), [], [ratio])).toEqual([]);
   });
 
   it('each quota that would refuse the pod is a risk of its own; objects that are not quotas are ignored', () => {
