@@ -2,6 +2,7 @@
 import {
   inject,
   injectAnnotationDecision,
+  isMirrorPod,
   isObject,
   locate,
   mapValue,
@@ -68,7 +69,7 @@ const ownInjectAnnotation = (object: Record<string, unknown>): Record<string, st
 function safeToAdmitUnevaluated(kind: string, object: Record<string, unknown>, nsAnnotations: Record<string, string>, failure: AdmissionFailure): boolean {
   if (kind.toLowerCase() !== 'pod') return true;
   const metadata = object['metadata'];
-  if (mapValue(isObject(metadata) ? metadata['annotations'] : undefined, names.MIRROR_POD_ANNOTATION) !== undefined) return true;
+  if (isMirrorPod(isObject(metadata) ? metadata['annotations'] : undefined)) return true;
   const spec = object['spec'];
   if (isObject(spec) && runsOnWindows(spec)) return true;
   const own = ownInjectAnnotation(object);

@@ -159,8 +159,8 @@ export interface Report {
   mirror: boolean;
 }
 
-/** Whether annotations mark a pod as the mirror of a static pod. */
-export const isMirrorPod = (annotations: Readonly<Record<string, string>>): boolean => MIRROR_POD_ANNOTATION in annotations;
+/** Whether a pod's annotations (a map as read from the object, whatever its values) mark it as a static pod's mirror. */
+export const isMirrorPod = (annotations: unknown): boolean => isObject(annotations) && Object.hasOwn(annotations, MIRROR_POD_ANNOTATION);
 
 /**
  * Whether a pod runs on Windows: its `spec.os.name`, or a node selector that asks for Windows nodes. Linkerd's images

@@ -12,7 +12,7 @@ export type {
   PreparedConfig,
   ProxyMode,
 } from './inject.js';
-export { SKIP_REASON_TEXT, injectAnnotationDecision, hasExistingSidecar, runsOnWindows } from './decision.js';
+export { SKIP_REASON_TEXT, injectAnnotationDecision, hasExistingSidecar, isMirrorPod, runsOnWindows } from './decision.js';
 export type { AnnotationAt, Origin, SkipReason, SkipReasonCode } from './decision.js';
 export { EngineError, isEngineError } from './errors.js';
 export type { EngineErrorCode } from './errors.js';

@@ -3,7 +3,7 @@ import { ANNOTATIONS, INJECT_ANNOTATION, INJECT_INGRESS, NAMESPACE_INHERITED_ANN
 import type { EnvVar } from './k8s.js';
 import { OVERRIDE_RULES, overrideRule, parseAdditionalEnv, type OverrideRule, type OverrideTarget } from './override-rules.js';
 import { memoizeText } from './memo.js';
-import { parseQuantity } from './parsers.js';
+import { parseQuantity, quantityLess } from './parsers.js';
 import type { LinkerdValues } from './values.js';
 import { keysAmong } from './workload.js';
 
@@ -142,7 +142,7 @@ export function applyOverrides(input: OverrideInput): Overridden {
     if (pair.request === configured.request && pair.limit === configured.limit) continue;
     const request = quantityOf(pair.request);
     const limit = quantityOf(pair.limit);
-    if (request === undefined || limit === undefined || request.num * limit.den <= limit.num * request.den) continue;
+    if (request === undefined || limit === undefined || !quantityLess(limit, request)) continue;
     const given = [requestKey, limitKey].filter((k) => k in ann).map((k) => `${k}=${JSON.stringify(ann[k] ?? '')}`);
     warnings.push(
       `ignored annotation${given.length > 1 ? 's' : ''} ${given.join(' and ')}: the request ${JSON.stringify(pair.request)} ` +

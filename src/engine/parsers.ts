@@ -239,6 +239,9 @@ export interface Quantity {
   den: bigint;
 }
 
+/** a < b, exactly: the denominators parseQuantity gives are positive. */
+export const quantityLess = (a: Quantity, b: Quantity): boolean => a.num * b.den < b.num * a.den;
+
 const DECIMAL_SUFFIXES: ReadonlyMap<string, number> = new Map([
   ['n', -9],
   ['u', -6],

@@ -11,7 +11,7 @@
  */
 import { INJECTED_CONTAINERS } from './names.js';
 import { isObject, objectsIn, type Container, type PodSpec } from './k8s.js';
-import { parseQuantity, type Quantity } from './parsers.js';
+import { parseQuantity, quantityLess, type Quantity } from './parsers.js';
 import type { StartupRisk } from './risks.js';
 
 /** The quota keys that oblige each container to state a resource: only CPU and memory do, for old compatibility. */
@@ -86,9 +86,7 @@ function effective(c: Container, limits: readonly ContainerLimits[]): { requests
 }
 
 /** a < b, for quantities; false when either does not parse (the API server would have refused it first). */
-function less(a: Quantity | undefined, b: Quantity | undefined): boolean {
-  return a !== undefined && b !== undefined && a.num * b.den < b.num * a.den;
-}
+const less = (a: Quantity | undefined, b: Quantity | undefined): boolean => a !== undefined && b !== undefined && quantityLess(a, b);
 
 /**
  * Why a LimitRange item refuses a container's resources, in the API server's words, or undefined. A `min` always finds
@@ -115,8 +113,7 @@ function limitRangeFault(item: ContainerLimits, requests: ResourceList, limits: 
     const limit = parseQuantity(limits.get(r) ?? '');
     if (request === undefined || request.num === 0n) return `${r} max limit to request ratio per Container is ${bound}, and no request is specified`;
     if (limit === undefined || limit.num === 0n) return `${r} max limit to request ratio per Container is ${bound}, and no limit is specified`;
-    // limit / request > ratio
-    if (ratio !== undefined && limit.num * request.den * ratio.den > ratio.num * limit.den * request.num) {
+    if (ratio !== undefined && quantityLess({ num: ratio.num * request.num, den: ratio.den * request.den }, limit)) {
       return `${r} max limit to request ratio per Container is ${bound}, but the limit (${limits.get(r)}) is more than that many times the request (${requests.get(r)})`;
     }
   }
