@@ -3,7 +3,7 @@
  * creates, and those pods are the same object but for their identity (uid, and the name it generates after admission)
  * and the time in their managedFields, so one engine run, one patch serialisation and one base64 encoding can answer
  * all that follow it. The key is everything the answer depends on: the object without those (PER_POD_METADATA), the kind and
- * namespace, the namespace's annotations and the owner; entries live per configuration object, so a configuration
+ * namespace, the namespace's annotations and the labels it reads, and the owner; entries live per configuration object, so a configuration
  * change (a new object) never meets an answer computed for the old one. Bounded: the least recently used entry goes
  * first. A pod is first compared, value by value, with the entry last answered for its controller: for the pods of a
  * rollout that spares serialising and hashing a key of a kilobyte or more for each. A controller's first pod is
@@ -61,6 +61,8 @@ export interface AnswerQuestion {
   namespace: string;
   object: Record<string, unknown>;
   namespaceAnnotations: Record<string, string>;
+  /** The namespace's labels that start-up risks read, when known: they change the answer's warnings. */
+  namespaceLabels?: Record<string, string> | undefined;
   owner: Owner | undefined;
   /**
    * Which controller made the object (its controller reference's uid): the cache first compares the object with the
@@ -78,6 +80,8 @@ export interface KeyedQuestion {
   owner: string;
   /** The namespace's annotations as JSON. */
   annotations: string;
+  /** The namespace's labels as JSON, empty when none are known. */
+  labels: string;
   /** The object as JSON without PER_POD_METADATA. */
   serialized: string;
 }
@@ -91,6 +95,7 @@ interface KeptQuestion {
   namespace: string;
   owner: string;
   namespaceAnnotations: Kept;
+  labels: string;
   object: Kept;
 }
 
@@ -166,6 +171,7 @@ function sameJson(kept: Kept, value: unknown): boolean {
 }
 
 const ownerText = (owner: Owner | undefined): string => (owner ? `${owner.kind}/${owner.name}` : '');
+const labelsText = (labels: Record<string, string> | undefined): string => (labels ? JSON.stringify(labels) : '');
 
 /**
  * The object serialised with PER_POD_METADATA set aside. Those fields are set to undefined for the serialisation and
@@ -192,15 +198,23 @@ function withoutIdentity(object: Record<string, unknown>): string {
 export function keyedQuestion(question: Omit<AnswerQuestion, 'controller'>): KeyedQuestion | undefined {
   const serialized = withoutIdentity(question.object);
   const annotations = JSON.stringify(question.namespaceAnnotations);
+  const labels = labelsText(question.namespaceLabels);
   const owner = ownerText(question.owner);
-  const key = `${question.kind}\u0000${question.namespace}\u0000${owner}\u0000${annotations}\u0000${serialized}`;
+  const key = `${question.kind}\u0000${question.namespace}\u0000${owner}\u0000${annotations}\u0000${labels}\u0000${serialized}`;
   if (key.length > MAX_KEY_LENGTH) return undefined;
-  return { key, kind: question.kind, namespace: question.namespace, owner, annotations, serialized };
+  return { key, kind: question.kind, namespace: question.namespace, owner, annotations, labels, serialized };
 }
 
 /** The cache key, or undefined when the object is not worth caching (see keyedQuestion). */
-export function answerKey(kind: string, namespace: string, object: Record<string, unknown>, namespaceAnnotations: Record<string, string>, owner: Owner | undefined): string | undefined {
-  return keyedQuestion({ kind, namespace, object, namespaceAnnotations, owner })?.key;
+export function answerKey(
+  kind: string,
+  namespace: string,
+  object: Record<string, unknown>,
+  namespaceAnnotations: Record<string, string>,
+  owner: Owner | undefined,
+  namespaceLabels?: Record<string, string>,
+): string | undefined {
+  return keyedQuestion({ kind, namespace, object, namespaceAnnotations, namespaceLabels, owner })?.key;
 }
 
 /** Whether the question has the key `kept` was made from, compared part by part: nothing is serialised or hashed. */
@@ -210,6 +224,7 @@ function asks(kept: KeptQuestion, question: AnswerQuestion): boolean {
     kept.namespace === question.namespace &&
     kept.owner === ownerText(question.owner) &&
     sameJson(kept.namespaceAnnotations, question.namespaceAnnotations) &&
+    kept.labels === labelsText(question.namespaceLabels) &&
     sameJson(kept.object, question.object)
   );
 }
@@ -279,10 +294,10 @@ export class AnswerCache {
   /** Keeps the answer computed for a question `find` could not answer, as the newest entry. */
   keep(config: InjectorConfig, question: KeyedQuestion, controller: string, answer: CachedAnswer): void {
     const entries = this.entriesFor(config);
-    const { key, kind, namespace, owner } = question;
+    const { key, kind, namespace, owner, labels } = question;
     let kept: KeptQuestion;
     try {
-      kept = { kind, namespace, owner, namespaceAnnotations: keptValue(JSON.parse(question.annotations)), object: keptSubject(JSON.parse(question.serialized)) };
+      kept = { kind, namespace, owner, namespaceAnnotations: keptValue(JSON.parse(question.annotations)), labels, object: keptSubject(JSON.parse(question.serialized)) };
     } catch (err) {
       if (err instanceof RangeError) return; // nested deeper than the stack allows: not kept (see find)
       throw err;

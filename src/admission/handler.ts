@@ -25,6 +25,11 @@ export interface AdmissionSources {
   config(): InjectorConfig;
   /** The namespace's annotations; undefined when they cannot be known (no cluster). */
   namespaceAnnotations(namespace: string): MaybePromise<Record<string, string> | undefined>;
+  /**
+   * The namespace's labels that start-up risks read (its Pod Security level), when known; asked once its annotations
+   * have been given. Undefined without a cluster.
+   */
+  namespaceLabels?(namespace: string): Record<string, string> | undefined;
   /** The workload that owns a pod, if it can be resolved. */
   owner?(request: AdmissionRequest, pod: Record<string, unknown>): MaybePromise<Owner | undefined>;
   /** Answers already computed for objects that differ only in identity (the pods of a rollout). */
@@ -183,9 +188,13 @@ function evaluate(
   const namespace = request.namespace ?? '';
   const kind = request.kind.kind;
   const config = sources.config();
+  const nsLabels = namespace && sources.namespaceLabels ? sources.namespaceLabels(namespace) : undefined;
   const answers = sources.answers;
   const controller = answers ? cacheableController(kind, object, nsAnnotations) : undefined;
-  const lookup = answers && controller !== undefined ? answers.find(config, { kind, namespace, object, namespaceAnnotations: nsAnnotations, owner, controller }) : undefined;
+  const lookup =
+    answers && controller !== undefined
+      ? answers.find(config, { kind, namespace, object, namespaceAnnotations: nsAnnotations, namespaceLabels: nsLabels, owner, controller })
+      : undefined;
   const cached = lookup?.answer;
   if (cached) {
     const result = { ...cached.result, name: locate(object, kind).name };
@@ -200,6 +209,7 @@ function evaluate(
     origin: 'webhook',
     config,
     ...(owner && { owner }),
+    ...(nsLabels && { namespaceLabels: nsLabels }),
   });
   // kubectl prints warnings to whoever created the pod: the start-up risks belong there too.
   const warnings = boundedWarnings([...result.warnings, ...result.risks.map(riskWarning)]);

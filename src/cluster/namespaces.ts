@@ -1,7 +1,11 @@
-/** Namespace annotations from a watch-fed cache, with a bounded direct read for a namespace the cache has not seen. */
+/**
+ * Namespace annotations (and the one label the injector reads) from a watch-fed cache, with a bounded direct read for a
+ * namespace the cache has not seen.
+ */
 import type { V1Namespace } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { SourceUnavailableError } from '../admission/index.js';
+import { names } from '../engine/index.js';
 import { apiErrorMessage } from './api.js';
 import type { ApiClient } from './client.js';
 import { ResilientInformer } from './informer.js';
@@ -26,23 +30,40 @@ const READ_THROUGH_TTL_MS = 60_000;
 
 const annotationsOf = (ns: V1Namespace | undefined): Record<string, string> => ({ ...(ns?.metadata?.annotations ?? {}) });
 
+/**
+ * The labels the injector reads: the Pod Security level the namespace enforces, which refuses linkerd-init at baseline
+ * and above. The others are not kept.
+ */
+function readLabels(labels: Record<string, string> | undefined): Record<string, string> | undefined {
+  const level = labels?.[names.POD_SECURITY_ENFORCE_LABEL];
+  return typeof level === 'string' ? { [names.POD_SECURITY_ENFORCE_LABEL]: level } : undefined;
+}
+
 export class NamespaceCache {
   private readonly informer: ResilientInformer<V1Namespace>;
   /** Direct reads in progress, so a burst of pods in a new namespace reads it once. */
   private readonly reading = new Map<string, Promise<Record<string, string>>>();
   /** Namespaces read directly, until the watch delivers them or a minute passes (a broken watch must not pin them). */
-  private readonly readThrough = new Map<string, { annotations: Record<string, string>; at: number }>();
+  private readonly readThrough = new Map<string, { annotations: Record<string, string>; labels: Record<string, string> | undefined; at: number }>();
 
   constructor(private readonly options: NamespaceCacheOptions) {
     this.informer = new ResilientInformer<V1Namespace>({
       name: 'namespaces',
       client: options.client,
       path: '/api/v1/namespaces',
-      // Only the annotations are read: the rest of a namespace (its managed fields above all) would cost memory per
-      // namespace in a large cluster.
-      keep: ({ metadata: m = {} }) => ({
-        metadata: { ...(m.name !== undefined && { name: m.name }), ...(m.resourceVersion !== undefined && { resourceVersion: m.resourceVersion }), ...(m.annotations && { annotations: m.annotations }) },
-      }),
+      // Only the annotations and the Pod Security label are read: the rest of a namespace (its managed fields above
+      // all) would cost memory per namespace in a large cluster.
+      keep: ({ metadata: m = {} }) => {
+        const labels = readLabels(m.labels);
+        return {
+          metadata: {
+            ...(m.name !== undefined && { name: m.name }),
+            ...(m.resourceVersion !== undefined && { resourceVersion: m.resourceVersion }),
+            ...(m.annotations && { annotations: m.annotations }),
+            ...(labels && { labels }),
+          },
+        };
+      },
       logger: options.logger,
       onChange: (_type, ns) => {
         const name = ns.metadata?.name;
@@ -75,7 +96,7 @@ export class NamespaceCache {
   }
 
   /** Keeps a direct read for a while; at the bound, expired entries go first, then the oldest. */
-  private remember(name: string, annotations: Record<string, string>): void {
+  private remember(name: string, annotations: Record<string, string>, labels: Record<string, string> | undefined): void {
     const now = Date.now();
     this.readThrough.delete(name);
     const max = this.options.readThroughMax ?? 1024;
@@ -86,7 +107,18 @@ export class NamespaceCache {
         this.readThrough.delete(key);
       }
     }
-    this.readThrough.set(name, { annotations, at: now });
+    this.readThrough.set(name, { annotations, labels, at: now });
+  }
+
+  /**
+   * The labels the injector reads of a namespace already known (see readLabels), without reading it: asked after
+   * `annotations`, which reads a namespace the cache has not seen. Undefined when it has none of them or is not known.
+   */
+  labels(name: string): Record<string, string> | undefined {
+    const cached = this.informer.get(name);
+    if (cached) return cached.metadata?.labels;
+    const readBefore = this.readThrough.get(name);
+    return readBefore && Date.now() - readBefore.at < READ_THROUGH_TTL_MS ? readBefore.labels : undefined;
   }
 
   /**
@@ -111,7 +143,7 @@ export class NamespaceCache {
         .request<V1Namespace>('GET', `/api/v1/namespaces/${encodeURIComponent(name)}`, { what: `reading namespace ${name}`, timeoutMs })
         .then((ns) => {
           const annotations = annotationsOf(ns);
-          this.remember(name, annotations);
+          this.remember(name, annotations, readLabels(ns.metadata?.labels));
           return annotations;
         })
         .finally(() => this.reading.delete(name));

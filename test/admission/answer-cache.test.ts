@@ -85,7 +85,7 @@ describe('answerKey', () => {
     expect(Object.keys(object['metadata'] as object)).toEqual(Object.keys(JSON.parse(before).metadata));
   });
 
-  it('differs with anything else: a label, an annotation, the spec, the namespace, its annotations, the owner', () => {
+  it('differs with anything else: a label, an annotation, the spec, the namespace, its annotations and labels, the owner', () => {
     const k = key(base);
     const labelled = structuredClone(base);
     (labelled['metadata'] as Record<string, unknown>)['labels'] = { extra: 'x' };
@@ -101,6 +101,7 @@ describe('answerKey', () => {
       key(base, 'emojivoto', { 'linkerd.io/inject': 'enabled' }),
       key(base, 'emojivoto', {}, { kind: 'deployment', name: 'api' }),
       answerKey('Service', 'emojivoto', base, {}, { kind: 'deployment', name: 'web' }),
+      answerKey('Pod', 'emojivoto', base, {}, { kind: 'deployment', name: 'web' }, { 'pod-security.kubernetes.io/enforce': 'baseline' }),
     ]) {
       expect(other).not.toBe(k);
     }

@@ -210,6 +210,30 @@ describe('handleAdmission', () => {
     expect(third.kind === 'evaluated' && third.result.name).toBe('web-3');
   });
 
+  it("the namespace's Pod Security level is a start-up risk in the answer's warnings, and the cache keeps answers apart by it", async () => {
+    const answers = new AnswerCache();
+    let level: string | undefined = 'baseline';
+    const labelled = sources({ answers, namespaceLabels: () => (level === undefined ? undefined : { 'pod-security.kubernetes.io/enforce': level }) });
+    const risky = (handled: HandledAdmission) => (handled.response.warnings ?? []).filter((w) => w.includes('pod_security_refuses_init'));
+    // A controller's first, second (kept) and third (answered from the cache) pods under baseline.
+    const underBaseline = [];
+    for (const n of [1, 2, 3]) underBaseline.push(await handleAdmission(request(withName(`web-${n}`, true)), labelled));
+    expect(answers.stats).toEqual({ hits: 1, misses: 2 });
+    for (const handled of underBaseline) {
+      expect(risky(handled)).toEqual([
+        'start-up risk (pod_security_refuses_init): the namespace enforces Pod Security "baseline", which forbids linkerd-init\'s NET_ADMIN and NET_RAW capabilities: the API server refuses the pod',
+      ]);
+    }
+    // The label removed (the namespace back to privileged): the same pod is answered again, without the risk.
+    level = undefined;
+    const unlabelled = await handleAdmission(request(withName('web-4', true)), labelled);
+    expect(answers.stats.hits).toBe(1);
+    expect(risky(unlabelled)).toEqual([]);
+    expect(unlabelled.kind === 'evaluated' && unlabelled.result.risks).toEqual([]);
+    level = 'privileged';
+    expect(risky(await handleAdmission(request(withName('web-5', true)), labelled))).toEqual([]);
+  });
+
   it('pods that no controller made are answered without the cache: they never come twice', async () => {
     const { answers, admitted } = await threeThroughOneCache('job', false);
     expect(answers.stats).toEqual({ hits: 0, misses: 0 });

@@ -35,11 +35,34 @@ describe('NamespaceCache', () => {
     expect(lookups).toEqual(['cache']);
   });
 
-  it('keeps only the name, resourceVersion and annotations of each namespace', async () => {
-    const listed = { metadata: { name: 'shop', resourceVersion: '7', annotations: { a: '1' }, labels: { l: '1' }, managedFields: [{ manager: 'kubectl' }] }, spec: { finalizers: ['kubernetes'] } };
-    const c = await syncedCache({ lists: { '/api/v1/namespaces': [listed] } });
-    expect((c as unknown as { informer: { get(name: string): unknown } }).informer.get('shop')).toEqual({ metadata: { name: 'shop', resourceVersion: '7', annotations: { a: '1' } } });
+  it('keeps only the name, resourceVersion and annotations of each namespace, and its Pod Security enforce label', async () => {
+    const labels = { l: '1', 'pod-security.kubernetes.io/enforce': 'baseline', 'pod-security.kubernetes.io/warn': 'restricted' };
+    const listed = { metadata: { name: 'shop', resourceVersion: '7', annotations: { a: '1' }, labels, managedFields: [{ manager: 'kubectl' }] }, spec: { finalizers: ['kubernetes'] } };
+    const plain = { metadata: { name: 'plain', resourceVersion: '8', labels: { l: '1' } } };
+    const c = await syncedCache({ lists: { '/api/v1/namespaces': [listed, plain] } });
+    const informer = (c as unknown as { informer: { get(name: string): unknown } }).informer;
+    expect(informer.get('shop')).toEqual({
+      metadata: { name: 'shop', resourceVersion: '7', annotations: { a: '1' }, labels: { 'pod-security.kubernetes.io/enforce': 'baseline' } },
+    });
+    expect(informer.get('plain')).toEqual({ metadata: { name: 'plain', resourceVersion: '8' } });
     expect(await c.annotations('shop')).toEqual({ a: '1' });
+    expect(c.labels('shop')).toEqual({ 'pod-security.kubernetes.io/enforce': 'baseline' });
+    expect(c.labels('plain')).toBeUndefined();
+    expect(c.labels('never-seen')).toBeUndefined();
+    expect(api?.reads).toEqual([]);
+  });
+
+  it('a namespace read directly gives its Pod Security enforce label too, once read', async () => {
+    const c = await syncedCache({
+      read: (path, res) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({ metadata: { name: path.split('/').at(-1), labels: { 'pod-security.kubernetes.io/enforce': 'restricted', other: 'x' } } }),
+        ),
+    });
+    expect(c.labels('late')).toBeUndefined();
+    await c.annotations('late');
+    expect(c.labels('late')).toEqual({ 'pod-security.kubernetes.io/enforce': 'restricted' });
+    expect(api?.reads).toEqual(['/api/v1/namespaces/late']);
   });
 
   it('reads a namespace the watch has not delivered once for a burst of pods, then remembers it', async () => {
