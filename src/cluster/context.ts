@@ -59,18 +59,24 @@ const INJECTED_MESSAGE = 'Linkerd sidecar proxy injected';
 const SKIPPED_PREFIX = 'Linkerd sidecar proxy injection skipped: ';
 
 /**
+ * The workload an evaluated pod's events go on: none for a dry run (no side effects), with the policy "none", for
+ * Services, and for a pod with neither an owner nor a name yet.
+ */
+function eventTarget(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): ResolvedOwner | undefined {
+  if (request.dryRun || policy === 'none' || handled.kind !== 'evaluated' || handled.result.kind !== 'pod') return undefined;
+  const owner = handled.owner as ResolvedOwner | undefined;
+  const podName = (request.object as { metadata?: { name?: string } } | undefined)?.metadata?.name;
+  return owner && (owner.kind !== 'pod' || podName) ? owner : undefined;
+}
+
+/**
  * The Event an admission deserves, if any: Injected, or InjectionSkipped with Linkerd's reason texts, on the pod's
- * workload. None for a dry run (no side effects), for Services, and for a pod with neither an owner nor a name yet.
- * With the "relevant" policy, pods that nobody asked to mesh get none.
+ * workload (see eventTarget). With the "relevant" policy, pods that nobody asked to mesh get none.
  */
 export function eventFor(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): PendingEvent | undefined {
-  if (request.dryRun || policy === 'none') return undefined;
-  if (handled.kind !== 'evaluated') return undefined;
+  const owner = eventTarget(handled, request, policy);
+  if (!owner || handled.kind !== 'evaluated') return undefined;
   const result = handled.result;
-  const owner = handled.owner as ResolvedOwner | undefined;
-  if (!owner || result.kind !== 'pod') return undefined;
-  const podName = (request.object as { metadata?: { name?: string } } | undefined)?.metadata?.name;
-  if (owner.kind === 'pod' && !podName) return undefined;
   if (result.outcome === 'injected') return { target: owner, type: 'Normal', reason: 'Injected', message: INJECTED_MESSAGE };
   if (policy === 'relevant' && result.reasons.every((r) => r.code === 'injection_enable_annotation_absent')) return undefined;
   return {
@@ -78,6 +84,30 @@ export function eventFor(handled: HandledAdmission, request: AdmissionRequest, p
     type: 'Normal',
     reason: 'InjectionSkipped',
     message: `${SKIPPED_PREFIX}${result.reasons.map((r) => r.text).join(', ')}`,
+  };
+}
+
+/** Longest message of a StartupRisk event: what events.k8s.io allows for a note, and more than kubectl shows in a row. */
+const MAX_RISK_MESSAGE = 1024;
+
+/**
+ * A Warning event on the workload of an injected pod with start-up risks (see startupRisks), each with its fix. The pods
+ * of a Deployment or Job are created by a controller, which drops the warnings the webhook answers with: this event is
+ * where `kubectl describe` shows them, next to the controller's own FailedCreate when the API server refuses the pod.
+ * On the same workloads as eventFor, under every policy but "none".
+ */
+export function riskEventFor(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): PendingEvent | undefined {
+  const owner = eventTarget(handled, request, policy);
+  if (!owner || handled.kind !== 'evaluated') return undefined;
+  const result = handled.result;
+  if (result.outcome !== 'injected' || result.risks.length === 0) return undefined;
+  const risks = result.risks.map((r) => `${r.code}: ${r.text}; fix: ${r.fix}`).join('. ');
+  const message = `Linkerd sidecar proxy injected with start-up risks: ${risks}`;
+  return {
+    target: owner,
+    type: 'Warning',
+    reason: 'StartupRisk',
+    message: message.length > MAX_RISK_MESSAGE ? `${message.slice(0, MAX_RISK_MESSAGE - 1)}…` : message,
   };
 }
 
@@ -154,12 +184,15 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
   const onAdmitted = (handled: HandledAdmission, request: AdmissionRequest): void => {
     const event = eventFor(handled, request, options.events);
     if (event) recorder.record(event);
+    const risky = riskEventFor(handled, request, options.events);
+    if (risky) recorder.record(risky);
   };
 
   return {
     sources: {
       config: () => config.current(),
       namespaceAnnotations: (namespace) => namespaces.annotations(namespace),
+      namespaceLabels: (namespace) => namespaces.labels(namespace),
       owner: (request, pod) => owners.resolve(pod, request.namespace ?? ''),
     },
     onAdmitted,

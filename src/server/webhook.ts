@@ -374,6 +374,8 @@ function logAdmission(log: Logger, infoLine: InfoLine, debug: boolean, request: 
     reasons: result.reasons.map((r) => r.code),
   };
   if (result.proxy) details['placement'] = result.proxy.placement;
+  // What the API server or the pod's start may refuse: a controller drops the answer's warnings, the log keeps them.
+  if (result.risks.length > 0) details['risks'] = result.risks.map((r) => r.code);
   // Clipped as the answer's warnings are: an invalid value is quoted, never more of it than kubectl shows.
   if (result.warnings.length > 0) details['warnings'] = boundedWarnings(result.warnings) ?? [];
   const resource = resourceName(request, handled);

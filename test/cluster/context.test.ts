@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { handleAdmission } from '../../src/admission/handler.js';
 import type { AdmissionRequest } from '../../src/admission/types.js';
-import { eventFor, type EventPolicy } from '../../src/cluster/context.js';
+import { eventFor, riskEventFor, type EventPolicy } from '../../src/cluster/context.js';
 import type { ResolvedOwner } from '../../src/cluster/owners.js';
 import { admissionReview } from '../support/admission.js';
 import { pod, testConfig } from '../support/engine.js';
@@ -9,14 +9,27 @@ import { pod, testConfig } from '../support/engine.js';
 const deployment: ResolvedOwner = { kind: 'deployment', name: 'web', apiKind: 'Deployment', apiVersion: 'apps/v1', namespace: 'shop', uid: 'u' };
 const bare = (name: string): ResolvedOwner => ({ kind: 'pod', name, apiKind: 'Pod', apiVersion: 'v1', namespace: 'shop' });
 
-async function event(object: Record<string, unknown>, opts: { owner?: ResolvedOwner; dryRun?: boolean; ns?: Record<string, string>; policy?: EventPolicy } = {}) {
+type EventOptions = { owner?: ResolvedOwner; dryRun?: boolean; ns?: Record<string, string>; labels?: Record<string, string>; policy?: EventPolicy };
+
+async function admitted(object: Record<string, unknown>, opts: EventOptions) {
   const request = admissionReview(object, { dryRun: opts.dryRun ?? false })['request'] as AdmissionRequest;
   const handled = await handleAdmission(request, {
     config: () => testConfig(),
     namespaceAnnotations: () => opts.ns,
+    namespaceLabels: () => opts.labels,
     owner: () => opts.owner ?? deployment,
   });
+  return { handled, request };
+}
+
+async function event(object: Record<string, unknown>, opts: EventOptions = {}) {
+  const { handled, request } = await admitted(object, opts);
   return eventFor(handled, request, opts.policy ?? 'relevant');
+}
+
+async function riskEvent(object: Record<string, unknown>, opts: EventOptions = {}) {
+  const { handled, request } = await admitted(object, opts);
+  return riskEventFor(handled, request, opts.policy ?? 'relevant');
 }
 
 const enabled = () => pod({ annotations: { 'linkerd.io/inject': 'enabled' } });
@@ -59,5 +72,50 @@ describe('eventFor', () => {
   it('hostNetwork pods are skipped with their reason', async () => {
     const p = pod({ annotations: { 'linkerd.io/inject': 'enabled' }, spec: { hostNetwork: true, containers: [{ name: 'a', image: 'a' }] } });
     expect((await event(p))?.message).toBe('Linkerd sidecar proxy injection skipped: hostNetwork is enabled');
+  });
+});
+
+describe('riskEventFor', () => {
+  const baseline = { 'pod-security.kubernetes.io/enforce': 'baseline' };
+
+  it("a Warning on the workload with each risk's code, text and fix, beside the Injected event", async () => {
+    expect(await riskEvent(enabled(), { labels: baseline })).toEqual({
+      target: deployment,
+      type: 'Warning',
+      reason: 'StartupRisk',
+      message:
+        'Linkerd sidecar proxy injected with start-up risks: pod_security_refuses_init: the namespace enforces Pod Security "baseline", ' +
+        "which forbids linkerd-init's NET_ADMIN and NET_RAW capabilities: the API server refuses the pod; fix: install the Linkerd CNI " +
+        'plugin (cniEnabled: true), which replaces linkerd-init with linkerd-network-validator, or set the namespace\'s ' +
+        'pod-security.kubernetes.io/enforce to privileged',
+    });
+    expect((await event(enabled(), { labels: baseline }))?.reason).toBe('Injected');
+  });
+
+  it('several risks in one message, clipped to 1024 characters', async () => {
+    const awaitOff = pod({ annotations: { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-await': 'disabled' } });
+    expect((await riskEvent(awaitOff, { labels: baseline }))?.message).toMatch(
+      /^Linkerd sidecar proxy injected with start-up risks: pod_security_refuses_init: .*privileged\. proxy_await_disabled: .*retry its first connections$/,
+    );
+    // Four risks: the namespace's level, the hook turned off, the proxy's inbound port and its uid taken by the app.
+    const crowded = pod({
+      annotations: { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-await': 'disabled' },
+      spec: { containers: [{ name: 'app', image: 'a', ports: [{ containerPort: 4143 }], securityContext: { runAsUser: 2102 } }] },
+    });
+    const { handled } = await admitted(crowded, { labels: baseline });
+    const risks = handled.kind === 'evaluated' ? handled.result.risks : [];
+    expect(risks.length).toBeGreaterThanOrEqual(4);
+    const message = (await riskEvent(crowded, { labels: baseline }))?.message ?? '';
+    expect(message).toHaveLength(1024);
+    expect(message.endsWith('…')).toBe(true);
+    expect(message.startsWith('Linkerd sidecar proxy injected with start-up risks: pod_security_refuses_init: ')).toBe(true);
+  });
+
+  it('nothing without a risk, for a dry run, with the policy none, or for a pod that is not injected', async () => {
+    expect(await riskEvent(enabled())).toBeUndefined();
+    expect(await riskEvent(enabled(), { labels: { 'pod-security.kubernetes.io/enforce': 'privileged' } })).toBeUndefined();
+    expect(await riskEvent(enabled(), { labels: baseline, dryRun: true })).toBeUndefined();
+    expect(await riskEvent(enabled(), { labels: baseline, policy: 'none' })).toBeUndefined();
+    expect(await riskEvent(pod({ annotations: { 'linkerd.io/inject': 'disabled' } }), { labels: baseline, ns: { 'linkerd.io/inject': 'enabled' } })).toBeUndefined();
   });
 });

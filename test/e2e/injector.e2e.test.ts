@@ -300,15 +300,38 @@ describe('with a real kube-apiserver', () => {
     expect(refusal).toContain('spec.containers[0].securityContext.runAsUser: Forbidden: cannot be set for a windows pod');
   });
 
-  it('12. in a namespace enforcing Pod Security baseline, the API server refuses an injected pod for linkerd-init, as explain says it will', async () => {
+  it('12. in a namespace enforcing Pod Security baseline, the API server refuses an injected pod for linkerd-init, as the webhook warns and explain says it will', async () => {
     await namespace('psa-baseline', { 'linkerd.io/inject': 'enabled' }, { 'pod-security.kubernetes.io/enforce': 'baseline' });
-    const refusal = await core.createNamespacedPod({ namespace: 'psa-baseline', body: podSpec('under-baseline') }).then(
-      () => 'created',
-      (err: unknown) => (JSON.parse((err as { body: string }).body) as { message: string }).message,
-    );
-    expect(refusal).toBe(
+    const refused = await kubeRequest(cp, 'POST', '/api/v1/namespaces/psa-baseline/pods', { apiVersion: 'v1', kind: 'Pod', ...podSpec('under-baseline') });
+    expect(refused.status).toBe(403);
+    expect((refused.json as { message: string }).message).toBe(
       'pods "under-baseline" is forbidden: violates PodSecurity "baseline:latest": non-default capabilities (container "linkerd-init" must not include "NET_ADMIN", "NET_RAW" in securityContext.capabilities.add)',
     );
+    // The webhook's warning comes with the refusal: kubectl prints it above the error.
+    expect(refused.warnings.filter((w) => w.includes('pod_security_refuses_init'))).toEqual([
+      '299 - "start-up risk (pod_security_refuses_init): the namespace enforces Pod Security \\"baseline\\", which forbids linkerd-init\'s NET_ADMIN and NET_RAW capabilities: the API server refuses the pod"',
+    ]);
+
+    // A Deployment's pods are created by its ReplicaSet, which drops warnings: the risk is an event on the Deployment,
+    // beside the ReplicaSet's FailedCreate with the API server's refusal.
+    await apps.createNamespacedDeployment({
+      namespace: 'psa-baseline',
+      body: {
+        metadata: { name: 'refused' },
+        spec: { replicas: 1, selector: { matchLabels: { app: 'refused' } }, template: { metadata: { labels: { app: 'refused' } }, spec: podSpec('refused').spec ?? { containers: [] } } },
+      },
+    });
+    const risk = await eventually('the StartupRisk event on the Deployment', async () =>
+      (await eventsFor('psa-baseline', 'Deployment', 'refused')).find((e) => e.reason === 'StartupRisk'),
+    );
+    expect(risk.type).toBe('Warning');
+    expect(risk.message).toMatch(/^Linkerd sidecar proxy injected with start-up risks: pod_security_refuses_init: the namespace enforces Pod Security "baseline".*; fix: install the Linkerd CNI plugin/);
+    const failedCreate = await eventually('the ReplicaSet’s FailedCreate', async () => {
+      const list = await core.listNamespacedEvent({ namespace: 'psa-baseline', fieldSelector: 'involvedObject.kind=ReplicaSet,reason=FailedCreate' });
+      return list.items[0];
+    });
+    expect(failedCreate.message).toContain('violates PodSecurity "baseline:latest": non-default capabilities (container "linkerd-init"');
+    expect((await core.listNamespacedPod({ namespace: 'psa-baseline' })).items).toEqual([]);
 
     const manifests = JSON.stringify({
       kind: 'List',
@@ -375,7 +398,7 @@ describe('with a real kube-apiserver', () => {
     expect(await explained([quota, limitRange, bounded, bigProxy])).toEqual(['limit_range_refuses_resources']);
   });
 
-  it('a Job’s pod is labelled with its Job; a Service gets the opaque-ports annotation', async () => {
+  it('a Job’s pod is labelled with its Job, and the Job gets a StartupRisk event; a Service gets the opaque-ports annotation', async () => {
     await batch.createNamespacedJob({
       namespace: 'emojivoto',
       body: { metadata: { name: 'migrate' }, spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'm', image: 'busybox' }] } } } },
@@ -383,6 +406,10 @@ describe('with a real kube-apiserver', () => {
     const pod = await eventually('the Job’s pod', async () => (await core.listNamespacedPod({ namespace: 'emojivoto', labelSelector: 'job-name=migrate' })).items[0]);
     injectedPods.push({ namespace: 'emojivoto', name: pod.metadata?.name ?? '' });
     expect(pod.metadata?.labels?.['linkerd.io/proxy-job']).toBe('migrate');
+    // With a classic sidecar the proxy outlives the Job's container: said where `kubectl describe job` shows it.
+    const risk = await eventually('the StartupRisk event on the Job', async () => (await eventsFor('emojivoto', 'Job', 'migrate')).find((e) => e.reason === 'StartupRisk'));
+    expect(risk.type).toBe('Warning');
+    expect(risk.message).toMatch(/^Linkerd sidecar proxy injected with start-up risks: proxy_never_exits: the pod runs to completion \(a Job\)/);
     const svc = await core.createNamespacedService({ namespace: 'emojivoto', body: { metadata: { name: 'db' }, spec: { ports: [{ port: 5432 }] } } });
     expect(svc.metadata?.annotations?.['config.linkerd.io/opaque-ports']).toBe('5432');
   });

@@ -488,11 +488,11 @@ describe('a namespace whose annotations cannot be read', () => {
 
 describe('logs', () => {
   /** A webhook app logging at `level` into `lines`, in a namespace whose annotations are `ns`. */
-  function logged(level: 'info' | 'debug', ns: Record<string, string>): { app: WebhookApp; lines: Array<Record<string, unknown>> } {
+  function logged(level: 'info' | 'debug', ns: Record<string, string>, labels?: Record<string, string>): { app: WebhookApp; lines: Array<Record<string, unknown>> } {
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ level }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
     const app = buildWebhookApp({
-      sources: { config: () => testConfig(), namespaceAnnotations: () => ns },
+      sources: { config: () => testConfig(), namespaceAnnotations: () => ns, namespaceLabels: () => labels },
       metrics: new InjectorMetrics({ processMetrics: false }),
       logger,
     });
@@ -510,6 +510,17 @@ describe('logs', () => {
     ]);
     expect(lines[0]).toMatchObject({ uid: 'u-1', operation: 'CREATE', outcome: 'injected', placement: 'containers[0]', dryRun: false });
     expect(lines[1]).toMatchObject({ uid: 'u-2', operation: 'CREATE', outcome: 'skipped', reasons: ['injection_disable_annotation_present'] });
+  });
+
+  it("name an injected pod's start-up risks, which a controller that made the pod never shows", async () => {
+    const { app, lines } = logged('info', { 'linkerd.io/inject': 'enabled' }, { 'pod-security.kubernetes.io/enforce': 'restricted' });
+    await post(app, admissionReview(pod(), { uid: 'u-4' }));
+    await post(app, admissionReview(pod({ annotations: { 'config.linkerd.io/proxy-await': 'disabled' } }), { uid: 'u-5' }));
+    expect(lines[0]).toMatchObject({ uid: 'u-4', outcome: 'injected', risks: ['pod_security_refuses_init'] });
+    expect(lines[1]).toMatchObject({ uid: 'u-5', outcome: 'injected', risks: ['pod_security_refuses_init', 'proxy_await_disabled'] });
+    const plain = logged('info', { 'linkerd.io/inject': 'enabled' });
+    await post(plain.app, admissionReview(pod(), { uid: 'u-6' }));
+    expect(plain.lines[0]).not.toHaveProperty('risks');
   });
 
   it('leave a pod nobody asked to mesh to the counter at info, and name it at debug with the review’s arrival', async () => {

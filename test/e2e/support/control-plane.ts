@@ -203,6 +203,8 @@ export interface KubeResponse {
   body: string;
   /** body parsed as JSON, or undefined if it is not JSON */
   json: unknown;
+  /** The response's Warning headers, each as sent (`299 - "text"`): what kubectl prints as "Warning: text". */
+  warnings: string[];
 }
 
 /** One HTTPS request to the apiserver with the admin client certificate. */
@@ -257,7 +259,7 @@ function httpsCall(
           } catch {
             json = undefined;
           }
-          res({ status: resp.statusCode ?? 0, body: text, json });
+          res({ status: resp.statusCode ?? 0, body: text, json, warnings: resp.headersDistinct['warning'] ?? [] });
         });
       },
     );
