@@ -8,7 +8,6 @@ import {
   iptablesPlan,
   inject,
   locate,
-  quotaRisks,
   runAsUser,
   type InjectionResult,
   type IptablesPlan,
@@ -245,11 +244,13 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
   const namespaceAnnotations = { ...known?.annotations, ...s.namespaceFlags.annotations };
   const namespaceLabels = { ...known?.labels, ...s.namespaceFlags.labels };
 
+  const constraints = s.quotas.get(namespace);
   const result = inject({
     object: flagged,
     namespace,
     namespaceAnnotations,
     namespaceLabels,
+    ...(constraints && { resourceConstraints: constraints }),
     origin: 'webhook',
     config: { values: s.configured.values, controlPlaneNamespace: s.controlPlaneNamespace },
   });
@@ -285,8 +286,6 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
   });
   explanation.startup = steps;
   explanation.warnings.push(...errors);
-  const quotas = s.quotas.get(namespace);
-  if (quotas) explanation.risks = [...quotaRisks(spec, quotas.resourceQuotas, quotas.limitRanges), ...explanation.risks];
   const plan = steps.find((st) => st.iptables)?.iptables;
   if (plan) explanation.iptables = plan;
   return explanation;

@@ -15,7 +15,7 @@ import {
   WORKLOAD_NS_LABEL,
 } from './names.js';
 import { firstContainer, report, type AnnotationAt, type Origin, type SkipReason } from './decision.js';
-import { emptyMetadata, hasItems, hasKeys, isObject, type Json, type PodSpec, type PodTemplate, type ServicePort } from './k8s.js';
+import { emptyMetadata, hasItems, hasKeys, isObject, objectsIn, type Container, type Json, type PodSpec, type PodTemplate, type ServicePort } from './k8s.js';
 import { applyOverrides, inheritedNamespaceAnnotations } from './overrides.js';
 import { add, addMapEntries, opaquePortsAnnotationPatch, type AddOperation } from './patch.js';
 import { defaultOpaquePortsForPod, defaultOpaquePortsForService, inboundPorts, namedPorts } from './ports.js';
@@ -28,6 +28,7 @@ import {
   volumes,
 } from './render/containers.js';
 import { prepareEnv, proxyEnv, type PreparedEnv } from './render/env.js';
+import { quotaRisks, type ResourceConstraints } from './quota.js';
 import { startupRisks, type StartupRisk } from './risks.js';
 import { checkValues, type LinkerdValues } from './values.js';
 import { keysAmong, locate, stringMap } from './workload.js';
@@ -79,6 +80,8 @@ export interface PodPatchInput {
   namespaceAnnotations?: Record<string, string>;
   /** The namespace's labels, when known: its Pod Security level is a start-up risk. */
   namespaceLabels?: Record<string, string> | undefined;
+  /** The namespace's ResourceQuotas and LimitRanges, when known: they may refuse the containers the patch adds. */
+  resourceConstraints?: ResourceConstraints | undefined;
   /** What `prepareConfig` worked out for these values; used only when it was worked out for this very object. */
   prepared?: PreparedConfig | undefined;
   /** The template's annotations as `templateAnnotations` reads them, when the caller has read them already. */
@@ -267,6 +270,12 @@ export function podPatch(input: PodPatchInput): PodPatch {
     explicitOpaquePorts,
     podSecurityEnforce: input.namespaceLabels?.[POD_SECURITY_ENFORCE_LABEL],
   });
+  // The refusals by a quota or limit range come first, as the API server's own refusals of the pod.
+  const constraints = input.resourceConstraints;
+  if (constraints && (constraints.resourceQuotas.length > 0 || constraints.limitRanges.length > 0)) {
+    const containers = objectsIn<Container>(ops.map((op) => op.value));
+    risks.unshift(...quotaRisks({ containers }, constraints.resourceQuotas, constraints.limitRanges));
+  }
   return {
     patch: ops,
     added,
@@ -323,6 +332,8 @@ export interface InjectionRequest {
   namespaceAnnotations?: Record<string, string>;
   /** The namespace's labels, when known (`explain` reads them from Namespaces); only start-up risks read them. */
   namespaceLabels?: Record<string, string>;
+  /** The namespace's ResourceQuotas and LimitRanges, when known; only start-up risks read them. */
+  resourceConstraints?: ResourceConstraints;
   /** The workload that owns the pod, resolved by the caller. */
   owner?: Owner;
   origin?: Origin;
@@ -425,6 +436,7 @@ export function inject(request: InjectionRequest): InjectionResult {
       pendingAnnotations: pending,
       namespaceAnnotations: nsAnnotations,
       namespaceLabels: request.namespaceLabels,
+      resourceConstraints: request.resourceConstraints,
       prepared: request.config.prepared,
       annotations: own,
     });

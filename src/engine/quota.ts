@@ -124,6 +124,12 @@ const RESOURCES_FIX =
   'config.linkerd.io/proxy-cpu-request, -cpu-limit, -memory-request and -memory-limit on the namespace or the pod, or ' +
   'proxy.resources in the values; linkerd-init takes the same';
 
+/** A namespace's ResourceQuotas and LimitRanges, as the API serves them. */
+export interface ResourceConstraints {
+  resourceQuotas: readonly unknown[];
+  limitRanges: readonly unknown[];
+}
+
 /**
  * The risks of each ResourceQuota and LimitRange that would refuse the pod for a container the injector added. Quotas
  * with scopes apply to some pods only and are left out, as are the app containers, which the pod's author answers for.

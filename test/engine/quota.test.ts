@@ -1,6 +1,7 @@
 /** ResourceQuota admission against the containers the injector adds, with and without LimitRange defaults. */
 import { describe, expect, it } from 'vitest';
-import { quotaRisks } from '../../src/engine/index.js';
+import { inject, quotaRisks } from '../../src/engine/index.js';
+import { pod, testConfig } from '../support/engine.js';
 
 const quota = (hard: Record<string, string>, more: Record<string, unknown> = {}) => ({ kind: 'ResourceQuota', metadata: { name: 'compute' }, spec: { hard, ...more } });
 const limitRange = (item: Record<string, unknown>) => ({ kind: 'LimitRange', metadata: { name: 'defaults' }, spec: { limits: [{ type: 'Container', ...item }] } });
@@ -102,5 +103,30 @@ describe('quotaRisks', () => {
   it('each quota that would refuse the pod is a risk of its own; objects that are not quotas are ignored', () => {
     const risks = quotaRisks(injectedPod(), [quota({ 'limits.cpu': '4' }), { metadata: { name: 'mem' }, spec: { hard: { 'requests.memory': '1Gi' } } }, null, 'text'], []);
     expect(risks.map((r) => r.text.slice(0, 22))).toEqual(['ResourceQuota "compute', 'ResourceQuota "mem" ob']);
+  });
+});
+
+describe('inject with the namespace\'s resource constraints', () => {
+  const enabled = () => pod({ annotations: { 'linkerd.io/inject': 'enabled' } });
+  const codes = (request: Partial<Parameters<typeof inject>[0]>) =>
+    inject({ object: enabled(), namespace: 'shop', config: testConfig(), origin: 'webhook', ...request }).risks.map((r) => r.code);
+
+  it("reports the quota's and the limit range's refusals first, before the Pod Security one, on the containers it adds", () => {
+    const constraints = { resourceQuotas: [quota({ 'limits.memory': '4Gi' })], limitRanges: [limitRange({ max: { cpu: '500m' } })] };
+    expect(codes({ resourceConstraints: constraints, namespaceLabels: { 'pod-security.kubernetes.io/enforce': 'baseline' } })).toEqual([
+      'resource_quota_needs_resources',
+      'pod_security_refuses_init',
+    ]);
+    const annotated = pod({ annotations: { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-cpu-limit': '1' } });
+    const risks = inject({ object: annotated, namespace: 'shop', config: testConfig(), origin: 'webhook', resourceConstraints: constraints }).risks;
+    expect(risks.map((r) => r.code)).toEqual(['resource_quota_needs_resources', 'limit_range_refuses_resources']);
+    expect(risks[1]?.text).toBe(
+      'LimitRange "defaults": maximum cpu usage per Container is 500m, but limit is 1, for linkerd-init and linkerd-proxy: the API server refuses the pod',
+    );
+  });
+
+  it('reports nothing of constraints that are absent or empty', () => {
+    expect(codes({})).toEqual([]);
+    expect(codes({ resourceConstraints: { resourceQuotas: [], limitRanges: [] } })).toEqual([]);
   });
 });
