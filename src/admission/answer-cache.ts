@@ -2,14 +2,15 @@
  * Answers already computed, for the pods of one rollout. kube-apiserver sends a review for every pod a ReplicaSet
  * creates, and those pods are the same object but for their identity (uid, and the name it generates after admission)
  * and the time in their managedFields, so one engine run, one patch serialisation and one base64 encoding can answer
- * all that follow it. The key is everything the answer depends on: the object without those (PER_POD_METADATA), the kind and
- * namespace, the namespace's annotations and the labels it reads, and the owner; entries live per configuration object, so a configuration
- * change (a new object) never meets an answer computed for the old one. Bounded: the least recently used entry goes
- * first. A pod is first compared, value by value, with the entry last answered for its controller: for the pods of a
- * rollout that spares serialising and hashing a key of a kilobyte or more for each. A controller's first pod is
- * answered without a key or an entry: most controllers make a single pod of a template (a Job, a CronJob's run, a
- * Deployment of one replica), and keying and keeping an answer nobody asks for again cost about as much as computing
- * it, most of it in the garbage collector moving the entry out of the young generation.
+ * all that follow it. The key is everything the answer depends on: the object without those (PER_POD_METADATA), the
+ * kind and namespace, the namespace's annotations, the labels it reads and the version of its quotas and limit ranges,
+ * and the owner; entries live per configuration object, so a configuration change (a new object) never meets an answer
+ * computed for the old one. Bounded: the least recently used entry goes first. A pod is first compared, value by
+ * value, with the entry last answered for its controller: for the pods of a rollout that spares serialising and
+ * hashing a key of a kilobyte or more for each. A controller's first pod is answered without a key or an entry: most
+ * controllers make a single pod of a template (a Job, a CronJob's run, a Deployment of one replica), and keying and
+ * keeping an answer nobody asks for again cost about as much as computing it, most of it in the garbage collector
+ * moving the entry out of the young generation.
  */
 import { isObject, type InjectionResult, type InjectorConfig, type Owner } from '../engine/index.js';
 
@@ -63,6 +64,8 @@ export interface AnswerQuestion {
   namespaceAnnotations: Record<string, string>;
   /** The namespace's labels that start-up risks read, when known: they change the answer's warnings. */
   namespaceLabels?: Record<string, string> | undefined;
+  /** The version of the namespace's ResourceQuotas and LimitRanges, when it has any: they change the warnings too. */
+  constraintsVersion?: string | undefined;
   owner: Owner | undefined;
   /**
    * Which controller made the object (its controller reference's uid): the cache first compares the object with the
@@ -80,8 +83,8 @@ export interface KeyedQuestion {
   owner: string;
   /** The namespace's annotations as JSON. */
   annotations: string;
-  /** The namespace's labels as JSON, empty when none are known. */
-  labels: string;
+  /** The namespace's labels as JSON and the version of its constraints, empty when neither is known. */
+  namespaceState: string;
   /** The object as JSON without PER_POD_METADATA. */
   serialized: string;
 }
@@ -95,7 +98,7 @@ interface KeptQuestion {
   namespace: string;
   owner: string;
   namespaceAnnotations: Kept;
-  labels: string;
+  namespaceState: string;
   object: Kept;
 }
 
@@ -171,7 +174,11 @@ function sameJson(kept: Kept, value: unknown): boolean {
 }
 
 const ownerText = (owner: Owner | undefined): string => (owner ? `${owner.kind}/${owner.name}` : '');
-const labelsText = (labels: Record<string, string> | undefined): string => (labels ? JSON.stringify(labels) : '');
+/** The namespace's labels and the version of its constraints, as one text. */
+const namespaceText = (question: Pick<AnswerQuestion, 'namespaceLabels' | 'constraintsVersion'>): string =>
+  question.namespaceLabels === undefined && question.constraintsVersion === undefined
+    ? ''
+    : `${question.namespaceLabels ? JSON.stringify(question.namespaceLabels) : ''}\u0000${question.constraintsVersion ?? ''}`;
 
 /**
  * The object serialised with PER_POD_METADATA set aside. Those fields are set to undefined for the serialisation and
@@ -198,11 +205,11 @@ function withoutIdentity(object: Record<string, unknown>): string {
 export function keyedQuestion(question: Omit<AnswerQuestion, 'controller'>): KeyedQuestion | undefined {
   const serialized = withoutIdentity(question.object);
   const annotations = JSON.stringify(question.namespaceAnnotations);
-  const labels = labelsText(question.namespaceLabels);
+  const namespaceState = namespaceText(question);
   const owner = ownerText(question.owner);
-  const key = `${question.kind}\u0000${question.namespace}\u0000${owner}\u0000${annotations}\u0000${labels}\u0000${serialized}`;
+  const key = `${question.kind}\u0000${question.namespace}\u0000${owner}\u0000${annotations}\u0000${namespaceState}\u0000${serialized}`;
   if (key.length > MAX_KEY_LENGTH) return undefined;
-  return { key, kind: question.kind, namespace: question.namespace, owner, annotations, labels, serialized };
+  return { key, kind: question.kind, namespace: question.namespace, owner, annotations, namespaceState, serialized };
 }
 
 /** The cache key, or undefined when the object is not worth caching (see keyedQuestion). */
@@ -224,7 +231,7 @@ function asks(kept: KeptQuestion, question: AnswerQuestion): boolean {
     kept.namespace === question.namespace &&
     kept.owner === ownerText(question.owner) &&
     sameJson(kept.namespaceAnnotations, question.namespaceAnnotations) &&
-    kept.labels === labelsText(question.namespaceLabels) &&
+    kept.namespaceState === namespaceText(question) &&
     sameJson(kept.object, question.object)
   );
 }
@@ -294,10 +301,10 @@ export class AnswerCache {
   /** Keeps the answer computed for a question `find` could not answer, as the newest entry. */
   keep(config: InjectorConfig, question: KeyedQuestion, controller: string, answer: CachedAnswer): void {
     const entries = this.entriesFor(config);
-    const { key, kind, namespace, owner, labels } = question;
+    const { key, kind, namespace, owner, namespaceState } = question;
     let kept: KeptQuestion;
     try {
-      kept = { kind, namespace, owner, namespaceAnnotations: keptValue(JSON.parse(question.annotations)), labels, object: keptSubject(JSON.parse(question.serialized)) };
+      kept = { kind, namespace, owner, namespaceAnnotations: keptValue(JSON.parse(question.annotations)), namespaceState, object: keptSubject(JSON.parse(question.serialized)) };
     } catch (err) {
       if (err instanceof RangeError) return; // nested deeper than the stack allows: not kept (see find)
       throw err;

@@ -11,6 +11,7 @@ import {
   runsOnWindows,
   type InjectorConfig,
   type Owner,
+  type ResourceConstraints,
 } from '../engine/index.js';
 import { recordOf, type AdmissionRecord, type AnswerCache } from './answer-cache.js';
 import { failureOf, type AdmissionFailure } from './failures.js';
@@ -30,6 +31,11 @@ export interface AdmissionSources {
    * have been given. Undefined without a cluster.
    */
   namespaceLabels?(namespace: string): Record<string, string> | undefined;
+  /**
+   * The namespace's ResourceQuotas and LimitRanges, when it has any, with a version that changes when they do (answers
+   * are cached under it). Undefined without a cluster.
+   */
+  namespaceConstraints?(namespace: string): (ResourceConstraints & { version: string }) | undefined;
   /** The workload that owns a pod, if it can be resolved. */
   owner?(request: AdmissionRequest, pod: Record<string, unknown>): MaybePromise<Owner | undefined>;
   /** Answers already computed for objects that differ only in identity (the pods of a rollout). */
@@ -189,11 +195,21 @@ function evaluate(
   const kind = request.kind.kind;
   const config = sources.config();
   const nsLabels = namespace && sources.namespaceLabels ? sources.namespaceLabels(namespace) : undefined;
+  const constraints = namespace && sources.namespaceConstraints ? sources.namespaceConstraints(namespace) : undefined;
   const answers = sources.answers;
   const controller = answers ? cacheableController(kind, object, nsAnnotations) : undefined;
   const lookup =
     answers && controller !== undefined
-      ? answers.find(config, { kind, namespace, object, namespaceAnnotations: nsAnnotations, namespaceLabels: nsLabels, owner, controller })
+      ? answers.find(config, {
+          kind,
+          namespace,
+          object,
+          namespaceAnnotations: nsAnnotations,
+          namespaceLabels: nsLabels,
+          constraintsVersion: constraints?.version,
+          owner,
+          controller,
+        })
       : undefined;
   const cached = lookup?.answer;
   if (cached) {
@@ -210,6 +226,7 @@ function evaluate(
     config,
     ...(owner && { owner }),
     ...(nsLabels && { namespaceLabels: nsLabels }),
+    ...(constraints && { resourceConstraints: constraints }),
   });
   // kubectl prints warnings to whoever created the pod: the start-up risks belong there too.
   const warnings = boundedWarnings([...result.warnings, ...result.risks.map(riskWarning)]);

@@ -161,10 +161,11 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
 
   logger.info({ source: cluster.source, server: cluster.server }, 'using Kubernetes cluster');
   // The modules that talk to the API are loaded only by a process that has a cluster.
-  const [{ apiEventSink, EventRecorder }, { NamespaceCache }, { apiOwnerLookup, OwnerResolver }] = await Promise.all([
+  const [{ apiEventSink, EventRecorder }, { NamespaceCache }, { apiOwnerLookup, OwnerResolver }, { ResourceConstraintCache }] = await Promise.all([
     import('./events.js'),
     import('./namespaces.js'),
     import('./owners.js'),
+    import('./resource-constraints.js'),
   ]);
   const namespaces = new NamespaceCache({
     client: cluster.client,
@@ -173,6 +174,13 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
     onLookup: (result) => metrics.namespaceLookups.inc({ result }),
   });
   namespaces.start();
+  // Not waited for by /ready: until they are listed, pods are only answered without their quota and limit-range risks.
+  const constraints = new ResourceConstraintCache({
+    client: cluster.client,
+    logger,
+    onRestart: (informer, reason) => metrics.watchRestarts.inc({ informer, reason }),
+  });
+  constraints.start();
   const owners = new OwnerResolver(apiOwnerLookup(cluster.client), logger);
   const recorder = new EventRecorder({
     sink: apiEventSink(cluster.client),
@@ -193,6 +201,7 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
       config: () => config.current(),
       namespaceAnnotations: (namespace) => namespaces.annotations(namespace),
       namespaceLabels: (namespace) => namespaces.labels(namespace),
+      namespaceConstraints: (namespace) => constraints.of(namespace),
       owner: (request, pod) => owners.resolve(pod, request.namespace ?? ''),
     },
     onAdmitted,
@@ -204,6 +213,7 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
     stop: async () => {
       await recorder.close();
       await namespaces.stop();
+      await constraints.stop();
       config.close();
       cluster.client.close();
     },

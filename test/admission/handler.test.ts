@@ -191,12 +191,13 @@ describe('handleAdmission', () => {
     return p;
   };
 
-  /** Three pods, `<prefix>-1` to `<prefix>-3`, admitted in turn with one cache. */
-  const threeThroughOneCache = async (prefix: string, controlled: boolean) => {
+  /** Three pods, `<prefix>-1` to `<prefix>-3`, admitted in turn with one cache (and the sources given). */
+  const threeThroughOneCache = async (prefix: string, controlled: boolean, more: Partial<AdmissionSources> = {}) => {
     const answers = new AnswerCache();
     const admitted: HandledAdmission[] = [];
-    for (const n of [1, 2, 3]) admitted.push(await handleAdmission(request(withName(`${prefix}-${n}`, controlled)), sources({ answers })));
-    return { answers, admitted };
+    const through = sources({ ...more, answers });
+    for (const n of [1, 2, 3]) admitted.push(await handleAdmission(request(withName(`${prefix}-${n}`, controlled)), through));
+    return { answers, admitted, next: (name: string) => handleAdmission(request(withName(name, controlled)), through) };
   };
 
   it('the pods of one rollout share the answer kept for the second, each reported under its own name', async () => {
@@ -211,27 +212,45 @@ describe('handleAdmission', () => {
   });
 
   it("the namespace's Pod Security level is a start-up risk in the answer's warnings, and the cache keeps answers apart by it", async () => {
-    const answers = new AnswerCache();
     let level: string | undefined = 'baseline';
-    const labelled = sources({ answers, namespaceLabels: () => (level === undefined ? undefined : { 'pod-security.kubernetes.io/enforce': level }) });
+    const namespaceLabels = () => (level === undefined ? undefined : { 'pod-security.kubernetes.io/enforce': level });
     const risky = (handled: HandledAdmission) => (handled.response.warnings ?? []).filter((w) => w.includes('pod_security_refuses_init'));
     // A controller's first, second (kept) and third (answered from the cache) pods under baseline.
-    const underBaseline = [];
-    for (const n of [1, 2, 3]) underBaseline.push(await handleAdmission(request(withName(`web-${n}`, true)), labelled));
+    const { answers, admitted, next } = await threeThroughOneCache('web', true, { namespaceLabels });
     expect(answers.stats).toEqual({ hits: 1, misses: 2 });
-    for (const handled of underBaseline) {
+    for (const handled of admitted) {
       expect(risky(handled)).toEqual([
         'start-up risk (pod_security_refuses_init): the namespace enforces Pod Security "baseline", which forbids linkerd-init\'s NET_ADMIN and NET_RAW capabilities: the API server refuses the pod',
       ]);
     }
     // The label removed (the namespace back to privileged): the same pod is answered again, without the risk.
     level = undefined;
-    const unlabelled = await handleAdmission(request(withName('web-4', true)), labelled);
+    const unlabelled = await next('web-4');
     expect(answers.stats.hits).toBe(1);
     expect(risky(unlabelled)).toEqual([]);
     expect(unlabelled.kind === 'evaluated' && unlabelled.result.risks).toEqual([]);
     level = 'privileged';
-    expect(risky(await handleAdmission(request(withName('web-5', true)), labelled))).toEqual([]);
+    expect(risky(await next('web-5'))).toEqual([]);
+  });
+
+  it("the namespace's ResourceQuotas and LimitRanges are start-up risks, and the cache keeps answers apart by their version", async () => {
+    const quota = { metadata: { name: 'compute', namespace: 'shop' }, spec: { hard: { 'requests.cpu': '2' } } };
+    const defaults = { metadata: { name: 'defaults', namespace: 'shop' }, spec: { limits: [{ type: 'Container', default: { cpu: '100m' } }] } };
+    let constraints: { resourceQuotas: unknown[]; limitRanges: unknown[]; version: string } | undefined = { resourceQuotas: [quota], limitRanges: [], version: '1' };
+    const risky = (handled: HandledAdmission) => (handled.response.warnings ?? []).filter((w) => w.includes('resource_quota_needs_resources'));
+    const { answers, admitted, next } = await threeThroughOneCache('web', true, { namespaceConstraints: () => constraints });
+    expect(answers.stats).toEqual({ hits: 1, misses: 2 });
+    for (const handled of admitted) {
+      expect(risky(handled)).toEqual([
+        'start-up risk (resource_quota_needs_resources): ResourceQuota "compute" obliges every container to state requests.cpu, and the injected ones do not (requests.cpu for linkerd-init, linkerd-proxy): the API server refuses the pod',
+      ]);
+    }
+    // A LimitRange with defaults answers the quota: a new version, a new answer without the risk.
+    constraints = { resourceQuotas: [quota], limitRanges: [defaults], version: '2' };
+    expect(risky(await next('web-4'))).toEqual([]);
+    expect(answers.stats.hits).toBe(1);
+    constraints = undefined;
+    expect(risky(await next('web-5'))).toEqual([]);
   });
 
   it('pods that no controller made are answered without the cache: they never come twice', async () => {

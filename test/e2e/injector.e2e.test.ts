@@ -346,7 +346,7 @@ describe('with a real kube-apiserver', () => {
     expect(pod?.risks.map((r) => r.code)).toEqual(['pod_security_refuses_init']);
   });
 
-  it('13. a ResourceQuota on CPU refuses the injected containers unless a LimitRange gives them defaults, and a LimitRange max refuses a larger proxy, as explain says', async () => {
+  it('13. a ResourceQuota on CPU refuses the injected containers unless a LimitRange gives them defaults, and a LimitRange max refuses a larger proxy, as the webhook warns and explain says', async () => {
     await namespace('quota', { 'linkerd.io/inject': 'enabled' });
     const quota = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'compute', namespace: 'quota' }, spec: { hard: { 'limits.cpu': '4', 'requests.cpu': '2' } } };
     const limitRange = { apiVersion: 'v1', kind: 'LimitRange', metadata: { name: 'defaults', namespace: 'quota' }, spec: { limits: [{ type: 'Container', default: { cpu: '100m' } }] } };
@@ -364,17 +364,22 @@ describe('with a real kube-apiserver', () => {
       return (JSON.parse(result.stdout) as Explanation[])[0]?.risks.map((r) => r.code);
     };
 
-    const refused = await eventually('the quota to be in force', async () => {
+    // The webhook's warnings on an answer, by risk code: it learns of quotas and limit ranges through its watches.
+    const warned = (res: { warnings: string[] }) => res.warnings.flatMap((w) => /start-up risk \((\w+)\)/.exec(w)?.[1] ?? []);
+    const refusal = await eventually('the quota to be in force, and seen by the webhook', async () => {
       const res = await create('pods?dryRun=All', pod);
-      return res.status === 403 && !res.body.includes('status unknown') ? (res.json as { message: string }).message : undefined;
+      return res.status === 403 && !res.body.includes('status unknown') && warned(res).length > 0 ? res : undefined;
     });
-    expect(refused).toBe('pods "under-quota" is forbidden: failed quota: compute: must specify limits.cpu for: linkerd-init,linkerd-proxy; requests.cpu for: linkerd-init,linkerd-proxy');
+    expect((refusal.json as { message: string }).message).toBe(
+      'pods "under-quota" is forbidden: failed quota: compute: must specify limits.cpu for: linkerd-init,linkerd-proxy; requests.cpu for: linkerd-init,linkerd-proxy',
+    );
+    expect(warned(refusal)).toEqual(['resource_quota_needs_resources']);
     expect(await explained([quota, pod])).toEqual(['resource_quota_needs_resources']);
 
     expect((await create('limitranges', limitRange)).status).toBe(201);
-    const admitted = await eventually('the LimitRange to be in force', async () => {
+    const admitted = await eventually('the LimitRange to be in force, and seen by the webhook', async () => {
       const res = await create('pods?dryRun=All', pod);
-      return res.status === 201 ? (res.json as V1Pod) : undefined;
+      return res.status === 201 && warned(res).length === 0 ? (res.json as V1Pod) : undefined;
     });
     expect([...(admitted.spec?.initContainers ?? []), ...(admitted.spec?.containers ?? [])].map((c) => [c.name, c.resources?.limits?.['cpu']])).toEqual([
       ['linkerd-init', '100m'],
@@ -390,12 +395,26 @@ describe('with a real kube-apiserver', () => {
     const smallApp = { ...app.spec!.containers[0]!, resources: { limits: { cpu: '400m' }, requests: { cpu: '200m' } } };
     const bigProxy = { ...pod, metadata: { ...pod.metadata, annotations: { 'config.linkerd.io/proxy-cpu-limit': '1' } }, spec: { ...pod.spec, containers: [smallApp] } };
     expect((await create('pods?dryRun=All', { ...bigProxy, metadata: pod.metadata })).status).toBe(201);
-    const tooBig = await eventually('the max to be in force', async () => {
+    const tooBig = await eventually('the max to be in force, and seen by the webhook', async () => {
       const res = await create('pods?dryRun=All', bigProxy);
-      return res.status === 403 ? (res.json as { message: string }).message : undefined;
+      return res.status === 403 && warned(res).length > 0 ? res : undefined;
     });
-    expect(tooBig).toBe('pods "under-quota" is forbidden: maximum cpu usage per Container is 500m, but limit is 1');
+    expect((tooBig.json as { message: string }).message).toBe('pods "under-quota" is forbidden: maximum cpu usage per Container is 500m, but limit is 1');
+    expect(warned(tooBig)).toEqual(['limit_range_refuses_resources']);
     expect(await explained([quota, limitRange, bounded, bigProxy])).toEqual(['limit_range_refuses_resources']);
+
+    // A Deployment of that pod: its ReplicaSet's pods are refused, and the Deployment is told why and what to change.
+    const template = { metadata: { labels: { app: 'bounded' }, annotations: bigProxy.metadata.annotations }, spec: bigProxy.spec };
+    await apps.createNamespacedDeployment({
+      namespace: 'quota',
+      body: { metadata: { name: 'bounded' }, spec: { replicas: 1, selector: { matchLabels: { app: 'bounded' } }, template } },
+    });
+    const risk = await eventually('the StartupRisk event on the Deployment', async () =>
+      (await eventsFor('quota', 'Deployment', 'bounded')).find((e) => e.reason === 'StartupRisk'),
+    );
+    expect(risk.message).toMatch(
+      /^Linkerd sidecar proxy injected with start-up risks: limit_range_refuses_resources: LimitRange "bounded": maximum cpu usage per Container is 500m, but limit is 1, for linkerd-init and linkerd-proxy: the API server refuses the pod; fix: bring the proxy's resources within the LimitRange/,
+    );
   });
 
   it('a Job’s pod is labelled with its Job, and the Job gets a StartupRisk event; a Service gets the opaque-ports annotation', async () => {
