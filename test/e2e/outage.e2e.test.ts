@@ -203,10 +203,11 @@ describe('an API server outage', () => {
     });
     const failedLines = logs.filter((l) => l.msg?.startsWith('watch failed'));
     const resumedLines = logs.filter((l) => l.msg === 'watch resumed');
-    expect(failedLines.map((l) => l.informer).sort()).toEqual(['linkerd configuration', 'namespaces']);
-    expect(resumedLines.map((l) => l.informer).sort()).toEqual(['linkerd configuration', 'namespaces']);
+    const caches = ['limitranges', 'linkerd configuration', 'namespaces', 'resourcequotas'];
+    expect(failedLines.map((l) => l.informer).sort()).toEqual(caches);
+    expect(resumedLines.map((l) => l.informer).sort()).toEqual(caches);
     expect(restarts).toBeGreaterThan(0);
-    expect(restarts).toBeLessThanOrEqual(2 * MAX_ATTEMPTS_PER_CACHE);
+    expect(restarts).toBeLessThanOrEqual(caches.length * MAX_ATTEMPTS_PER_CACHE);
     expect(cpuDuringOutage).toBeLessThan((OUTAGE_MS / 1000) * 0.2);
     const errors = logs.filter((l) => (l.level ?? 0) >= 50);
     expect(errors).toEqual([]);
