@@ -166,6 +166,15 @@ describe('an API server outage', () => {
       const res = await api('POST', '/api/v1/namespaces/later/pods?dryRun=All', podBody('config'));
       return proxyLog(res.json as PodLike)?.startsWith('warn,linkerd=debug') ? true : undefined;
     });
+    // So does a ResourceQuota: the webhook warns that it refuses the injected containers.
+    await ok('POST', '/api/v1/namespaces/later/resourcequotas', { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'compute' }, spec: { hard: { 'requests.cpu': '8' } } });
+    await eventually('the webhook to warn of the quota created after the restart', async () => {
+      const res = await api('POST', '/api/v1/namespaces/later/pods?dryRun=All', podBody('quota'));
+      return res.warnings.some((w) => w.includes('resource_quota_needs_resources')) ? true : undefined;
+    });
+    // The watches that nothing above waits for (limit ranges) resume within their backoff, at most 36 s.
+    const resumed = () => injector.logs.filter((l) => l.includes('"msg":"watch resumed"')).length;
+    await eventually('every watch to resume', async () => (resumed() >= 4 ? true : undefined));
     await sleep(5_000);
     await creator.stop();
 
