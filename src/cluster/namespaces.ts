@@ -116,9 +116,13 @@ export class NamespaceCache {
    */
   labels(name: string): Record<string, string> | undefined {
     const cached = this.informer.get(name);
-    if (cached) return cached.metadata?.labels;
+    return cached ? cached.metadata?.labels : this.readRecently(name)?.labels;
+  }
+
+  /** The namespace as read directly, while that read is recent enough to stand for it. */
+  private readRecently(name: string): { annotations: Record<string, string>; labels: Record<string, string> | undefined } | undefined {
     const readBefore = this.readThrough.get(name);
-    return readBefore && Date.now() - readBefore.at < READ_THROUGH_TTL_MS ? readBefore.labels : undefined;
+    return readBefore && Date.now() - readBefore.at < READ_THROUGH_TTL_MS ? readBefore : undefined;
   }
 
   /**
@@ -131,8 +135,8 @@ export class NamespaceCache {
       this.options.onLookup?.('cache');
       return annotationsOf(cached);
     }
-    const readBefore = this.readThrough.get(name);
-    if (readBefore && Date.now() - readBefore.at < READ_THROUGH_TTL_MS) {
+    const readBefore = this.readRecently(name);
+    if (readBefore) {
       this.options.onLookup?.('cache');
       return readBefore.annotations;
     }
