@@ -4,7 +4,7 @@
  * pod as the user wrote it and the configuration in force for it (values after the pod's annotations).
  */
 import { ANNOTATIONS } from './names.js';
-import { isObject, objectsIn, type Container, type PodSpec } from './k8s.js';
+import { isObject, objectsIn, stringsIn, type Container, type PodSpec } from './k8s.js';
 import { parsePortRange, type PortRange } from './parsers.js';
 import { memoizeText } from './memo.js';
 import { eachContainerPort, namedPorts, splitPortList } from './ports.js';
@@ -16,6 +16,7 @@ export type StartupRiskCode =
   | 'limit_range_refuses_resources'
   | 'init_container_network_under_cni'
   | 'proxy_never_exits'
+  | 'proxy_shutdown_fails'
   | 'proxy_await_disabled'
   | 'container_port_is_proxy_port'
   | 'skipped_port_requires_identity'
@@ -112,6 +113,144 @@ function proxyPortName(ports: LinkerdValues['proxy']['ports'], port: number): st
   return ports.control === port ? 'control' : undefined;
 }
 
+/** linkerd-await's own default for its `--port`: the proxy's admin port as Linkerd installs it. */
+const AWAIT_DEFAULT_PORT = 4191;
+
+/** A container that asks the proxy to shut down when it is done, how it does, and on which port. */
+interface ShutdownCall {
+  container: string;
+  how: string;
+  port: number;
+}
+
+/** A request to the proxy's shutdown endpoint over loopback, as `curl -X POST http://localhost:4191/shutdown` makes it. */
+const LOOPBACK_SHUTDOWN = /(?:localhost|127\.0\.0\.1|\[::1\]):(\d{1,5})\/shutdown\b/;
+
+/**
+ * The command line's words, shell scripts (`sh -c "..."`) split at blanks and shell separators and stripped of quotes:
+ * enough to find a program and its flags, not a shell's parse.
+ */
+function words(c: Container): string[] {
+  const out: string[] = [];
+  for (const text of [...stringsIn(c.command), ...stringsIn(c.args)]) {
+    for (const word of text.split(/[\s;&|()]+/)) {
+      const bare = word.replace(/^['"]+|['"]+$/g, '');
+      if (bare !== '') out.push(bare);
+    }
+  }
+  return out;
+}
+
+/**
+ * Whether `linkerd-await` is run with `--shutdown` (`-S`, also among other short flags), and the admin port it will
+ * call (`--port`, `-p`; 4191 by default). Flags end at `--` or at the command it runs.
+ */
+function awaitShutdownPort(line: readonly string[]): number | undefined {
+  for (let at = 0; at < line.length; at++) {
+    const program = line[at] as string;
+    if (program.slice(program.lastIndexOf('/') + 1) !== 'linkerd-await') continue;
+    let shutdown = false;
+    let port = AWAIT_DEFAULT_PORT;
+    for (let i = at + 1; i < line.length; i++) {
+      const word = line[i] as string;
+      if (word === '--' || !word.startsWith('-') || word === '-') break;
+      let value: string | undefined;
+      let flag: string;
+      if (word.startsWith('--')) {
+        const eq = word.indexOf('=');
+        flag = eq < 0 ? word.slice(2) : word.slice(2, eq);
+        value = eq < 0 ? undefined : word.slice(eq + 1);
+        if (flag === 'shutdown') shutdown = true;
+        // The flags that take a value; --timeout-fatal takes it only after '='.
+        if ((flag === 'port' || flag === 'backoff' || flag === 'timeout') && value === undefined) value = line[++i];
+      } else {
+        // Short flags may be grouped (-vS); -p, -b and -t take the rest of the word, or the next word, as their value.
+        flag = '';
+        for (let k = 1; k < word.length; k++) {
+          const letter = word[k] as string;
+          if (letter === 'S') shutdown = true;
+          if (letter === 'p' || letter === 'b' || letter === 't') {
+            flag = letter === 'p' ? 'port' : letter;
+            value = k + 1 < word.length ? word.slice(k + 1) : line[++i];
+            break;
+          }
+        }
+      }
+      if (flag === 'port' && value !== undefined && /^\d{1,5}$/.test(value)) port = Number(value);
+    }
+    if (shutdown) return port;
+  }
+  return undefined;
+}
+
+/** The app containers that ask the proxy to shut down, in their order. */
+function shutdownCalls(apps: readonly Container[]): ShutdownCall[] {
+  const out: ShutdownCall[] = [];
+  for (const c of apps) {
+    const line = words(c);
+    const container = c.name ?? '';
+    const awaitPort = awaitShutdownPort(line);
+    if (awaitPort !== undefined) {
+      out.push({ container, how: 'linkerd-await --shutdown', port: awaitPort });
+      continue;
+    }
+    for (const word of line) {
+      const request = LOOPBACK_SHUTDOWN.exec(word);
+      if (request) {
+        out.push({ container, how: `a request to ${request[0]}`, port: Number(request[1]) });
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+const NATIVE_SIDECAR_FIX =
+  'use a native sidecar proxy (config.linkerd.io/proxy-enable-native-sidecar: "true", Kubernetes 1.29+), which ' +
+  'Kubernetes stops when the app containers finish';
+
+/**
+ * What keeps a pod that runs to completion (`what`) from completing with a classic proxy, which exits only when told
+ * to: nothing tells it; or what tells it (`linkerd-await --shutdown`, a POST to the admin port's /shutdown) is refused
+ * because the endpoint is disabled, or goes to another port. Undefined when a container asks the proxy's admin port
+ * with the endpoint enabled. Only the pod's command and args are seen, not what the image's entrypoint does.
+ */
+function completionRisk(what: string, apps: readonly Container[], proxy: LinkerdValues['proxy']): StartupRisk | undefined {
+  const admin = proxy.ports.admin;
+  const calls = shutdownCalls(apps);
+  const enabled = proxy.enableShutdownEndpoint;
+  if (calls.length === 0) {
+    const enable = `enable ${ANNOTATIONS.proxyAdminShutdown}: enabled and end the job's command with a POST to http://localhost:${admin}/shutdown (linkerd-await --shutdown -- CMD does this)`;
+    return {
+      code: 'proxy_never_exits',
+      container: 'linkerd-proxy',
+      text: enabled
+        ? `the pod runs to completion (${what}) and the proxy's shutdown endpoint is enabled, but no container's command or args ` +
+          `ask for it (linkerd-await --shutdown, or a POST to localhost:${admin}/shutdown): unless the image's own ` +
+          `entrypoint does, the proxy never exits and the pod never completes`
+        : `the pod runs to completion (${what}) but the proxy is a regular container that never exits: the pod never completes`,
+      fix: enabled
+        ? `end the job's command with linkerd-await --port=${admin} --shutdown -- CMD; or ${NATIVE_SIDECAR_FIX}`
+        : `${NATIVE_SIDECAR_FIX}; or ${enable}`,
+    };
+  }
+  if (enabled && calls.some((call) => call.port === admin)) return undefined;
+  const call = calls[0] as ShutdownCall;
+  const port = call.port === admin ? '' : ` and ask port ${admin}, the proxy's admin port, not ${call.port}`;
+  return {
+    code: 'proxy_shutdown_fails',
+    container: call.container,
+    text: enabled
+      ? `container ${JSON.stringify(call.container)} asks the proxy to shut down (${call.how}) on port ${call.port}, but ` +
+        `the proxy's admin server listens on ${admin}: the request fails, the proxy keeps running and the pod never completes`
+      : `container ${JSON.stringify(call.container)} asks the proxy to shut down (${call.how}), but the proxy's shutdown ` +
+        `endpoint is disabled: the request is refused, the proxy keeps running and the pod never completes`,
+    fix: enabled
+      ? `ask port ${admin} (linkerd-await --port=${admin}); or ${NATIVE_SIDECAR_FIX}`
+      : `set ${ANNOTATIONS.proxyAdminShutdown}: enabled on the pod template (or proxy.enableShutdownEndpoint: true in the values)${port}; or ${NATIVE_SIDECAR_FIX}`,
+  };
+}
+
 /** The start-up risks of a pod about to be injected with `values`, in the order the pod would meet them. */
 export function startupRisks(input: StartupRiskInput): StartupRisk[] {
   const { spec, values } = input;
@@ -160,15 +299,8 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
   const runsToCompletion = JOB_KINDS.has(input.workloadKind) || restartPolicy === 'Never' || restartPolicy === 'OnFailure';
   if (runsToCompletion && !native) {
     const what = input.workloadKind === 'job' ? 'a Job' : input.workloadKind === 'cronjob' ? 'a CronJob' : `restartPolicy ${restartPolicy}`;
-    risks.push({
-      code: 'proxy_never_exits',
-      container: 'linkerd-proxy',
-      text: `the pod runs to completion (${what}) but the proxy is a regular container that never exits: the pod never completes`,
-      fix:
-        `use a native sidecar proxy (config.linkerd.io/proxy-enable-native-sidecar: "true", Kubernetes 1.29+), which ` +
-        `Kubernetes stops when the app containers finish; or enable ${ANNOTATIONS.proxyAdminShutdown}: enabled and end the job's ` +
-        `command with a POST to http://localhost:${proxy.ports.admin}/shutdown (linkerd-await --shutdown -- CMD does this)`,
-    });
+    const risk = completionRisk(what, apps, proxy);
+    if (risk) risks.push(risk);
   }
 
   if (!proxy.await && !native) {

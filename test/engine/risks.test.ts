@@ -51,6 +51,59 @@ describe('startup risks', () => {
     expect(risksOf({ owner: kind, annotations: native, spec: { restartPolicy: 'Never', containers: [APP] } })).toEqual([]);
   });
 
+  describe('a Job that shuts its proxy down', () => {
+    const SHUTDOWN = { 'config.linkerd.io/proxy-admin-shutdown': 'enabled' };
+    const job = (container: Record<string, unknown>, annotations: Record<string, string> = SHUTDOWN) =>
+      risksOf({ owner: 'job', annotations, spec: { restartPolicy: 'Never', containers: [{ name: 'job', image: 'job:1', ...container }] } });
+
+    it('completes when its command runs linkerd-await --shutdown or posts to the admin port, with the endpoint enabled', () => {
+      expect(job({ command: ['/linkerd-await', '--shutdown', '--', '/backup.py'] })).toEqual([]);
+      expect(job({ command: ['/linkerd/linkerd-await'], args: ['-vS', '--timeout=2m', '--', '/backup.py'] })).toEqual([]);
+      expect(job({ command: ['sh', '-c', "./migrate && curl -sf -X POST 'http://localhost:4191/shutdown'"] })).toEqual([]);
+      expect(job({ args: ['sh', '-c', 'wget -q --post-data= http://127.0.0.1:4191/shutdown'] })).toEqual([]);
+    });
+
+    it('never completes when the shutdown endpoint is disabled, and the risk names the container and the annotation', () => {
+      const risks = job({ command: ['linkerd-await', '-S', '--', 'run'] }, {});
+      expect(codes(risks)).toEqual(['proxy_shutdown_fails']);
+      expect(risks[0]).toMatchObject({
+        container: 'job',
+        text: 'container "job" asks the proxy to shut down (linkerd-await --shutdown), but the proxy\'s shutdown endpoint is disabled: the request is refused, the proxy keeps running and the pod never completes',
+      });
+      expect(risks[0]?.fix).toMatch(/^set config\.linkerd\.io\/proxy-admin-shutdown: enabled on the pod template/);
+    });
+
+    it('never completes when it asks another port than the proxy\'s admin port', () => {
+      const moved = { ...SHUTDOWN, 'config.linkerd.io/admin-port': '5191' };
+      // linkerd-await calls 4191 unless told otherwise.
+      const risks = job({ command: ['linkerd-await', '--shutdown', '--', 'run'] }, moved);
+      expect(codes(risks)).toEqual(['proxy_shutdown_fails']);
+      expect(risks[0]?.text).toContain("on port 4191, but the proxy's admin server listens on 5191");
+      expect(risks[0]?.fix).toMatch(/^ask port 5191 \(linkerd-await --port=5191\)/);
+      expect(job({ command: ['linkerd-await', '--port', '5191', '--shutdown', '--', 'run'] }, moved)).toEqual([]);
+      expect(job({ command: ['linkerd-await', '-Sp5191', '--', 'run'] }, moved)).toEqual([]);
+      expect(codes(job({ command: ['sh', '-c', 'run; curl -XPOST localhost:4191/shutdown'] }, moved))).toEqual(['proxy_shutdown_fails']);
+      // Disabled and on the wrong port: the fix asks for both.
+      expect(job({ command: ['linkerd-await', '--shutdown', '--', 'run'] }, { 'config.linkerd.io/admin-port': '5191' })[0]?.fix).toContain(
+        "and ask port 5191, the proxy's admin port, not 4191",
+      );
+    });
+
+    it('is not seen asking when --shutdown belongs to the command linkerd-await runs, or linkerd-await waits only', () => {
+      for (const command of [['linkerd-await', '--', 'run', '--shutdown'], ['linkerd-await', '--timeout', '2m', 'run'], ['run', '-S']]) {
+        const risks = job({ command });
+        expect(codes(risks)).toEqual(['proxy_never_exits']);
+        // The endpoint is enabled, but nothing the injector can see calls it.
+        expect(risks[0]?.text).toContain("the proxy's shutdown endpoint is enabled, but no container's command or args ask for it");
+      }
+    });
+
+    it('a pod that does not run to completion is not concerned', () => {
+      const spec = { restartPolicy: 'Always', containers: [{ name: 'app', image: 'a', command: ['linkerd-await', '--shutdown', '--', 'serve'] }] };
+      expect(risksOf({ spec })).toEqual([]);
+    });
+  });
+
   it.each(['baseline', 'restricted'])('a namespace enforcing Pod Security %s refuses linkerd-init, and the fix is the CNI plugin', (level) => {
     const risks = risksOf({ namespaceLabels: { 'pod-security.kubernetes.io/enforce': level } });
     expect(codes(risks)).toEqual(['pod_security_refuses_init']);
