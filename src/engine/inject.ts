@@ -273,8 +273,9 @@ export function podPatch(input: PodPatchInput): PodPatch {
   // The refusals by a quota or limit range come first, as the API server's own refusals of the pod.
   const constraints = input.resourceConstraints;
   if (constraints && (constraints.resourceQuotas.length > 0 || constraints.limitRanges.length > 0)) {
-    const containers = objectsIn<Container>(ops.map((op) => op.value));
-    risks.unshift(...quotaRisks({ containers }, constraints.resourceQuotas, constraints.limitRanges));
+    // The pod as the API server will hold it, as far as quotas read it: its own containers and the ones the patch adds.
+    const injected: PodSpec = { ...spec, containers: [...objectsIn<Container>(apps), ...objectsIn<Container>(ops.map((op) => op.value))] };
+    risks.unshift(...quotaRisks(injected, constraints.resourceQuotas, constraints.limitRanges));
   }
   return {
     patch: ops,

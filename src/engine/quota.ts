@@ -10,7 +10,7 @@
  * Pure: it reads the injected pod and the namespace's ResourceQuotas and LimitRanges as objects.
  */
 import { INJECTED_CONTAINERS } from './names.js';
-import { isObject, objectsIn, type Container, type PodSpec } from './k8s.js';
+import { isObject, objectsIn, stringsIn, type Container, type PodSpec } from './k8s.js';
 import { parseQuantity, quantityLess, type Quantity } from './parsers.js';
 import type { StartupRisk } from './risks.js';
 
@@ -130,20 +130,114 @@ export interface ResourceConstraints {
   limitRanges: readonly unknown[];
 }
 
+/** Whether a quantity is above zero; false when it does not parse. */
+function positive(text: string): boolean {
+  const q = parseQuantity(text);
+  return q !== undefined && q.num > 0n;
+}
+
+/** The QoS resources: a pod is BestEffort when none of its containers requests or limits either. */
+const QOS_RESOURCES = ['cpu', 'memory'] as const;
+
 /**
- * The risks of each ResourceQuota and LimitRange that would refuse the pod for a container the injector added. Quotas
- * with scopes apply to some pods only and are left out, as are the app containers, which the pod's author answers for.
+ * Whether the pod states resources for the whole pod (`spec.resources`, Kubernetes 1.34+): the API server then no
+ * longer asks each container to state the CPU and memory that a quota counts.
+ */
+function podLevelResources(spec: PodSpec): boolean {
+  const resources = spec['resources'];
+  if (!isObject(resources)) return false;
+  return [resources['requests'], resources['limits']].some((list) => isObject(list) && QOS_RESOURCES.some((r) => list[r] !== undefined));
+}
+
+/** Whether a pod (anti-)affinity term of the pod looks at other namespaces (`namespaces` or a `namespaceSelector`). */
+function crossNamespaceAffinity(spec: PodSpec): boolean {
+  const affinity = isObject(spec['affinity']) ? spec['affinity'] : {};
+  const crosses = (term: unknown): boolean =>
+    isObject(term) && ((Array.isArray(term['namespaces']) && term['namespaces'].length > 0) || isObject(term['namespaceSelector']));
+  return ['podAffinity', 'podAntiAffinity'].some((kind) => {
+    const a = affinity[kind];
+    if (!isObject(a)) return false;
+    return (
+      objectsIn(a['requiredDuringSchedulingIgnoredDuringExecution']).some(crosses) ||
+      objectsIn<Record<string, unknown>>(a['preferredDuringSchedulingIgnoredDuringExecution']).some((w) => crosses(w['podAffinityTerm']))
+    );
+  });
+}
+
+/** What a quota's scopes read of the injected pod. */
+interface ScopedPod {
+  spec: PodSpec;
+  bestEffort: boolean;
+}
+
+/**
+ * Whether one scope of a quota (from `scopes`, which mean `Exists`, or `scopeSelector`) takes in the pod, as
+ * kube-apiserver's quota admission decides it. A scope it does not know takes in nothing.
+ */
+function scopeMatches(scope: Record<string, unknown>, pod: ScopedPod): boolean {
+  const deadline = pod.spec['activeDeadlineSeconds'];
+  const terminating = typeof deadline === 'number' && deadline >= 0;
+  switch (scope['scopeName']) {
+    case 'Terminating':
+      return terminating;
+    case 'NotTerminating':
+      return !terminating;
+    case 'BestEffort':
+      return pod.bestEffort;
+    case 'NotBestEffort':
+      return !pod.bestEffort;
+    case 'CrossNamespacePodAffinity':
+      return crossNamespaceAffinity(pod.spec);
+    case 'PriorityClass': {
+      // A label selector over {PriorityClass: <the pod's class>}, the label absent when the pod names no class.
+      const name = typeof pod.spec['priorityClassName'] === 'string' ? pod.spec['priorityClassName'] : '';
+      const values = Array.isArray(scope['values']) ? scope['values'] : [];
+      switch (scope['operator']) {
+        case 'Exists':
+          return name !== '';
+        case 'DoesNotExist':
+          return name === '';
+        case 'In':
+          return name !== '' && values.includes(name);
+        case 'NotIn':
+          return name === '' || !values.includes(name);
+        default:
+          return false;
+      }
+    }
+    default:
+      return false;
+  }
+}
+
+/** Whether a quota counts the pod: every one of its scopes takes it in (a quota without scopes counts every pod). */
+function quotaApplies(qspec: Record<string, unknown>, pod: ScopedPod): boolean {
+  const scopes: Array<Record<string, unknown>> = stringsIn(qspec['scopes']).map((scopeName) => ({ scopeName, operator: 'Exists' }));
+  const selector = qspec['scopeSelector'];
+  if (isObject(selector)) scopes.push(...objectsIn<Record<string, unknown>>(selector['matchExpressions']));
+  return scopes.every((scope) => scopeMatches(scope, pod));
+}
+
+/**
+ * The risks of each ResourceQuota and LimitRange that would refuse the pod for a container the injector added. `spec`
+ * is the injected pod's: a quota's scopes are matched against it, with its QoS class as the API server will compute
+ * it (after the LimitRange defaults, the injected containers' resources included). The app containers are left out,
+ * which the pod's author answers for.
  */
 export function quotaRisks(spec: PodSpec, resourceQuotas: readonly unknown[], limitRanges: readonly unknown[]): StartupRisk[] {
   const limits = containerLimits(limitRanges);
-  const added = [...objectsIn<Container>(spec.initContainers), ...objectsIn<Container>(spec.containers)]
-    .filter((c) => INJECTED_CONTAINERS.includes(String(c.name ?? '')))
-    .map((c) => ({ name: String(c.name), ...effective(c, limits) }));
+  const all = [...objectsIn<Container>(spec.initContainers), ...objectsIn<Container>(spec.containers)].map((c) => ({
+    name: String(c.name ?? ''),
+    ...effective(c, limits),
+  }));
+  const added = all.filter((c) => INJECTED_CONTAINERS.includes(c.name));
+  const stated = (list: ResourceList): boolean => QOS_RESOURCES.some((r) => positive(list.get(r) ?? ''));
+  const pod: ScopedPod = { spec, bestEffort: !all.some((c) => stated(c.requests) || stated(c.limits)) };
   const risks: StartupRisk[] = [];
-  for (const quota of resourceQuotas) {
+  for (const quota of podLevelResources(spec) ? [] : resourceQuotas) {
     const meta = isObject(quota) ? quota['metadata'] : undefined;
     const qspec = isObject(quota) ? quota['spec'] : undefined;
-    if (!isObject(qspec) || qspec['scopes'] !== undefined || qspec['scopeSelector'] !== undefined) continue;
+    if (!isObject(qspec) || !quotaApplies(qspec, pod)) continue;
     const required = [...new Set([...listOf(qspec['hard']).keys()].flatMap((k) => CONTAINER_KEYS.get(k) ?? []))].sort();
     const missing = new Map<string, string[]>();
     for (const c of added) {

@@ -47,6 +47,8 @@ function podSpec(name: string, annotations: Record<string, string> = {}, extra: 
   };
 }
 
+/** The webhook's start-up risk warnings on an answer, by code. */
+const warned = (res: { warnings: string[] }) => res.warnings.flatMap((w) => /start-up risk \((\w+)\)/.exec(w)?.[1] ?? []);
 const containerNames = (pod: V1Pod) => (pod.spec?.containers ?? []).map((c) => c.name);
 const initNames = (pod: V1Pod) => (pod.spec?.initContainers ?? []).map((c) => c.name);
 
@@ -364,8 +366,6 @@ describe('with a real kube-apiserver', () => {
       return (JSON.parse(result.stdout) as Explanation[])[0]?.risks.map((r) => r.code);
     };
 
-    // The webhook's warnings on an answer, by risk code: it learns of quotas and limit ranges through its watches.
-    const warned = (res: { warnings: string[] }) => res.warnings.flatMap((w) => /start-up risk \((\w+)\)/.exec(w)?.[1] ?? []);
     const refusal = await eventually('the quota to be in force, and seen by the webhook', async () => {
       const res = await create('pods?dryRun=All', pod);
       return res.status === 403 && !res.body.includes('status unknown') && warned(res).length > 0 ? res : undefined;
@@ -415,6 +415,38 @@ describe('with a real kube-apiserver', () => {
     expect(risk.message).toMatch(
       /^Linkerd sidecar proxy injected with start-up risks: limit_range_refuses_resources: LimitRange "bounded": maximum cpu usage per Container is 500m, but limit is 1, for linkerd-init and linkerd-proxy: the API server refuses the pod; fix: bring the proxy's resources within the LimitRange/,
     );
+  });
+
+  it('13b. a scoped ResourceQuota counts only the pods its scopes take in, for the API server and the webhook alike', async () => {
+    await namespace('scoped', { 'linkerd.io/inject': 'enabled' });
+    const quota = {
+      apiVersion: 'v1',
+      kind: 'ResourceQuota',
+      metadata: { name: 'deadlines', namespace: 'scoped' },
+      spec: { hard: { 'limits.cpu': '4' }, scopes: ['Terminating'] },
+    };
+    const create = async (path: string, body: unknown) => kubeRequest(cp, 'POST', `/api/v1/namespaces/scoped/${path}`, body);
+    expect((await create('resourcequotas', quota)).status).toBe(201);
+    const pod = (name: string, extra: Partial<V1Pod['spec']>) => {
+      const spec = podSpec(name, {}, extra);
+      spec.spec!.containers[0]!.resources = { limits: { cpu: '1' } };
+      return { apiVersion: 'v1', kind: 'Pod', ...spec, metadata: { ...spec.metadata, namespace: 'scoped' } };
+    };
+    // A pod with a deadline is Terminating: the quota counts it, and the injected containers state no CPU limit.
+    const withDeadline = pod('with-deadline', { activeDeadlineSeconds: 600 });
+    const refusal = await eventually('the quota to be in force, and seen by the webhook', async () => {
+      const res = await create('pods?dryRun=All', withDeadline);
+      return res.status === 403 && !res.body.includes('status unknown') && warned(res).length > 0 ? res : undefined;
+    });
+    expect((refusal.json as { message: string }).message).toBe(
+      'pods "with-deadline" is forbidden: failed quota: deadlines: must specify limits.cpu for: linkerd-init,linkerd-proxy',
+    );
+    expect(warned(refusal)).toEqual(['resource_quota_needs_resources']);
+    // Without a deadline the quota does not count the pod: admitted, and the webhook does not warn of it.
+    const admitted = await create('pods?dryRun=All', pod('without-deadline', {}));
+    expect(admitted.status).toBe(201);
+    expect(warned(admitted)).toEqual([]);
+    expect(containerNames(admitted.json as V1Pod)).toContain('linkerd-proxy');
   });
 
   it('a Job’s pod is labelled with its Job, and the Job gets a StartupRisk event; a Service gets the opaque-ports annotation', async () => {

@@ -55,12 +55,77 @@ describe('quotaRisks', () => {
     expect(quotaRisks(injectedPod(), [quota(hard)], [{ spec: { limits: [{ type: 'Pod', default: { cpu: '1' } }] } }])).toHaveLength(1);
   });
 
-  it('quotas on other resources, scoped quotas and the app containers are not the injector`s to report', () => {
+  it('quotas on other resources and the app containers are not the injector`s to report', () => {
     expect(quotaRisks(injectedPod(), [quota({ pods: '10', 'requests.storage': '10Gi', 'limits.ephemeral-storage': '1Gi' })], [])).toEqual([]);
-    expect(quotaRisks(injectedPod(), [quota({ 'limits.cpu': '4' }, { scopes: ['NotBestEffort'] })], [])).toEqual([]);
-    expect(quotaRisks(injectedPod(), [quota({ 'limits.cpu': '4' }, { scopeSelector: { matchExpressions: [] } })], [])).toEqual([]);
+    // An empty scope selector takes in every pod, as no scopes do.
+    expect(quotaRisks(injectedPod(), [quota({ 'limits.cpu': '4' }, { scopeSelector: { matchExpressions: [] } })], [])).toHaveLength(1);
     const appWithout = { containers: [{ name: 'linkerd-proxy', resources: { limits: { cpu: '1' } } }, { name: 'app' }], initContainers: [{ name: 'linkerd-init', resources: { limits: { cpu: '1' } } }] };
     expect(quotaRisks(appWithout, [quota({ 'limits.cpu': '4' })], [])).toEqual([]);
+  });
+
+  describe('a quota with scopes counts only the pods they take in, as the API server matches them', () => {
+    const limited = (scope: Record<string, unknown>) => [quota({ 'limits.cpu': '4' }, scope)];
+    const refused = (spec: Record<string, unknown>, scope: Record<string, unknown>) => quotaRisks(spec, limited(scope), []).length > 0;
+    const selector = (scopeName: string, operator: string, values?: string[]) => ({ scopeSelector: { matchExpressions: [{ scopeName, operator, ...(values && { values }) }] } });
+    const bare = { initContainers: [{ name: 'linkerd-init' }], containers: [{ name: 'linkerd-proxy' }, { name: 'app' }] };
+
+    it('BestEffort and NotBestEffort, by the QoS class of the injected pod', () => {
+      // The app states resources: the pod is Burstable.
+      expect(refused(injectedPod(), { scopes: ['NotBestEffort'] })).toBe(true);
+      expect(refused(injectedPod(), { scopes: ['BestEffort'] })).toBe(false);
+      // Nothing states any: BestEffort, which a NotBestEffort quota does not count.
+      expect(refused(bare, { scopes: ['NotBestEffort'] })).toBe(false);
+      // The proxy's own request makes the pod Burstable; a zero quantity does not count.
+      const proxyRequest = { ...bare, containers: [{ name: 'linkerd-proxy', resources: { requests: { memory: '20Mi' } } }, { name: 'app' }] };
+      expect(refused(proxyRequest, { scopes: ['NotBestEffort'] })).toBe(true);
+      const zero = { ...bare, containers: [{ name: 'linkerd-proxy' }, { name: 'app', resources: { requests: { cpu: '0' } } }] };
+      expect(refused(zero, { scopes: ['NotBestEffort'] })).toBe(false);
+      // A LimitRange default makes every container state resources, which then answers the quota too.
+      expect(quotaRisks(bare, limited({ scopes: ['NotBestEffort'] }), [limitRange({ default: { cpu: '100m' } })])).toEqual([]);
+    });
+
+    it('Terminating and NotTerminating, by activeDeadlineSeconds', () => {
+      expect(refused(injectedPod(), { scopes: ['Terminating'] })).toBe(false);
+      expect(refused(injectedPod(), { scopes: ['NotTerminating'] })).toBe(true);
+      const deadline = { ...injectedPod(), activeDeadlineSeconds: 600 };
+      expect(refused(deadline, { scopes: ['Terminating'] })).toBe(true);
+      expect(refused(deadline, { scopes: ['NotTerminating'] })).toBe(false);
+      // Every scope must take the pod in.
+      expect(refused(deadline, { scopes: ['Terminating', 'NotBestEffort'] })).toBe(true);
+      expect(refused(deadline, { scopes: ['Terminating', 'BestEffort'] })).toBe(false);
+    });
+
+    it('PriorityClass, as a label selector over the pod`s class', () => {
+      const high = { ...injectedPod(), priorityClassName: 'high' };
+      expect(refused(high, selector('PriorityClass', 'In', ['high', 'critical']))).toBe(true);
+      expect(refused(injectedPod(), selector('PriorityClass', 'In', ['high']))).toBe(false);
+      expect(refused(high, selector('PriorityClass', 'NotIn', ['high']))).toBe(false);
+      expect(refused(injectedPod(), selector('PriorityClass', 'NotIn', ['high']))).toBe(true);
+      expect(refused(high, selector('PriorityClass', 'Exists'))).toBe(true);
+      expect(refused(injectedPod(), selector('PriorityClass', 'Exists'))).toBe(false);
+      expect(refused(injectedPod(), selector('PriorityClass', 'DoesNotExist'))).toBe(true);
+      expect(refused(high, selector('PriorityClass', 'DoesNotExist'))).toBe(false);
+    });
+
+    it('CrossNamespacePodAffinity, by a term that names namespaces or selects them; an unknown scope takes in nothing', () => {
+      const term = (more: Record<string, unknown>) => ({ topologyKey: 'kubernetes.io/hostname', labelSelector: {}, ...more });
+      const affinity = (a: Record<string, unknown>) => ({ ...injectedPod(), affinity: a });
+      const scope = { scopes: ['CrossNamespacePodAffinity'] };
+      expect(refused(injectedPod(), scope)).toBe(false);
+      expect(refused(affinity({ podAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [term({})] } }), scope)).toBe(false);
+      expect(refused(affinity({ podAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [term({ namespaces: ['db'] })] } }), scope)).toBe(true);
+      const preferred = { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, podAffinityTerm: term({ namespaceSelector: {} }) }] };
+      expect(refused(affinity({ podAntiAffinity: preferred }), scope)).toBe(true);
+      expect(refused(injectedPod(), { scopes: ['SomethingNew'] })).toBe(false);
+    });
+  });
+
+  it('pod-level resources free the containers from stating what a quota counts', () => {
+    const podLevel = { ...injectedPod(), resources: { limits: { cpu: '2', memory: '2Gi' } } };
+    expect(quotaRisks(podLevel, [quota({ 'limits.cpu': '4', 'requests.memory': '2Gi' })], [])).toEqual([]);
+    // Pod-level resources of another kind do not.
+    const storage = { ...injectedPod(), resources: { limits: { 'ephemeral-storage': '1Gi' } } };
+    expect(quotaRisks(storage, [quota({ 'limits.cpu': '4' })], [])).toHaveLength(1);
   });
 
   it('a LimitRange whose max the proxy`s stated limit exceeds refuses linkerd-init and the proxy alike', () => {
@@ -123,6 +188,14 @@ describe('inject with the namespace\'s resource constraints', () => {
     expect(risks[1]?.text).toBe(
       'LimitRange "defaults": maximum cpu usage per Container is 500m, but limit is 1, for linkerd-init and linkerd-proxy: the API server refuses the pod',
     );
+  });
+
+  it("matches a quota's scopes against the pod with its own containers: their resources make it Burstable", () => {
+    const scoped = { resourceQuotas: [quota({ 'limits.cpu': '4' }, { scopes: ['NotBestEffort'] })], limitRanges: [] };
+    expect(codes({ resourceConstraints: scoped })).toEqual([]);
+    const app = { name: 'app', image: 'app:1', resources: { requests: { cpu: '100m' } } };
+    const withResources = pod({ annotations: { 'linkerd.io/inject': 'enabled' }, spec: { containers: [app] } });
+    expect(codes({ object: withResources, resourceConstraints: scoped })).toEqual(['resource_quota_needs_resources']);
   });
 
   it('reports nothing of constraints that are absent or empty', () => {
