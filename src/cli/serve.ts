@@ -7,6 +7,9 @@ import { createLogger, InjectorMetrics, ListenError, LOG_LEVELS, parseListenAddr
 import { parseCommandArgs, pathProblemText } from './command-io.js';
 import { UsageError } from './inject-flags.js';
 
+/** The Pod Security Standards' levels, as kube-apiserver's PodSecurity configuration names them. */
+const POD_SECURITY_LEVELS = ['privileged', 'baseline', 'restricted'];
+
 /** How long a stopped server waits for its last log lines to be written before it exits regardless. */
 const LOG_DRAIN_MS = 50;
 
@@ -37,6 +40,12 @@ Options:
   --no-cluster                 run without a cluster even if credentials are found
   --events POLICY              Kubernetes Events on the pod's workload: all (as Linkerd), relevant
                                (no InjectionSkipped for pods nobody asked to mesh), none (default relevant)
+  --pod-security-default LEVEL  the Pod Security level kube-apiserver enforces in namespaces without a
+                               pod-security.kubernetes.io/enforce label, when its admission configuration
+                               sets one (defaults.enforce): baseline or restricted refuse linkerd-init, and
+                               the webhook warns of it there too (default: none known, as privileged)
+  --pod-security-exempt NS     a namespace that configuration exempts (exemptions.namespaces), whatever its
+                               label (repeatable, or comma-separated)
   --log-level LEVEL            trace, debug, info, warn, error, fatal or silent (default info)
   --log-format FORMAT          json, pretty, or auto: pretty on a terminal (default auto)
   --shutdown-delay DURATION    keep serving this long after SIGTERM so endpoints drop the pod first (default 0s)
@@ -72,6 +81,8 @@ const OPTIONS = {
   kubeconfig: { type: 'string' },
   'no-cluster': { type: 'boolean', default: false },
   events: { type: 'string', default: 'relevant' },
+  'pod-security-default': { type: 'string' },
+  'pod-security-exempt': { type: 'string', multiple: true },
   'log-level': { type: 'string', default: 'info' },
   'log-format': { type: 'string', default: 'auto' },
   'shutdown-delay': { type: 'string', default: '0s' },
@@ -196,6 +207,11 @@ export async function runServe(argv: string[]): Promise<number> {
   const sans = (opts['tls-san'] ?? []).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
   const events = opts.events as EventPolicy;
   if (!['all', 'relevant', 'none'].includes(events)) throw new UsageError(`${label('events')} ${JSON.stringify(events)}: expected all, relevant or none`);
+  const podSecurityDefault = opts['pod-security-default'];
+  if (podSecurityDefault !== undefined && !POD_SECURITY_LEVELS.includes(podSecurityDefault)) {
+    throw new UsageError(`${label('pod-security-default')} ${JSON.stringify(podSecurityDefault)}: expected ${POD_SECURITY_LEVELS.join(', ')}`);
+  }
+  const exempt = (opts['pod-security-exempt'] ?? []).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
   if (opts['no-cluster'] && opts.kubeconfig) throw new UsageError(`${label('no-cluster')} and ${label('kubeconfig')} contradict each other`);
   for (const name of ['addr', 'admin-addr'] as const) {
     try {
@@ -218,6 +234,7 @@ export async function runServe(argv: string[]): Promise<number> {
     logger,
     metrics,
     events,
+    podSecurity: { enforce: podSecurityDefault, exemptNamespaces: exempt },
   });
 
   let server: RunningServer;

@@ -2,6 +2,7 @@
 import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { AdmissionRequest, AdmissionSources, HandledAdmission } from '../admission/index.js';
+import { names } from '../engine/index.js';
 import { FileConfigSource } from './config-files.js';
 import type { ConfigSource } from './config-source.js';
 import type { PendingEvent } from './events.js';
@@ -41,8 +42,34 @@ export interface ContextOptions {
   logger: Logger;
   metrics: ClusterMetrics;
   events: EventPolicy;
+  /** What the API server's own Pod Security configuration enforces where no namespace label says (see podSecurityLabels). */
+  podSecurity?: PodSecurityDefaults;
   /** Checked for Linkerd's mounted ConfigMaps; tests point it elsewhere. */
   linkerdPaths?: { values: string; trustRoots: string };
+}
+
+/**
+ * The PodSecurity admission plugin's own configuration, which the injector cannot read (it is a file given to
+ * kube-apiserver): the level it enforces in namespaces without a `pod-security.kubernetes.io/enforce` label
+ * (`defaults.enforce`), and the namespaces it exempts whatever their label (`exemptions.namespaces`).
+ */
+export interface PodSecurityDefaults {
+  enforce?: string | undefined;
+  exemptNamespaces?: readonly string[];
+}
+
+/**
+ * The labels that start-up risks read for a namespace, as the API server will enforce them: none in an exempt
+ * namespace, the configured default level where the namespace has no enforce label.
+ */
+export function podSecurityLabels(
+  labels: Record<string, string> | undefined,
+  namespace: string,
+  defaults: PodSecurityDefaults,
+): Record<string, string> | undefined {
+  if (defaults.exemptNamespaces?.includes(namespace)) return undefined;
+  if (defaults.enforce === undefined || labels?.[names.POD_SECURITY_ENFORCE_LABEL] !== undefined) return labels;
+  return { ...labels, [names.POD_SECURITY_ENFORCE_LABEL]: defaults.enforce };
 }
 
 export interface InjectorContext {
@@ -119,6 +146,7 @@ const configNotLoaded = (config: ConfigSource): string[] => (config.loaded ? [] 
  */
 export async function createContext(options: ContextOptions): Promise<InjectorContext> {
   const { cluster, logger, metrics } = options;
+  const podSecurity = options.podSecurity?.enforce !== undefined || options.podSecurity?.exemptNamespaces?.length ? options.podSecurity : undefined;
   const paths = options.linkerdPaths ?? { values: LINKERD_VALUES_PATH, trustRoots: LINKERD_TRUST_ROOTS_PATH };
   const onReload = (applied: boolean): void => {
     metrics.configReloads.inc({ result: applied ? 'applied' : 'refused' });
@@ -200,7 +228,9 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
     sources: {
       config: () => config.current(),
       namespaceAnnotations: (namespace) => namespaces.annotations(namespace),
-      namespaceLabels: (namespace) => namespaces.labels(namespace),
+      namespaceLabels: podSecurity
+        ? (namespace) => podSecurityLabels(namespaces.labels(namespace), namespace, podSecurity)
+        : (namespace) => namespaces.labels(namespace),
       namespaceConstraints: (namespace) => constraints.of(namespace),
       owner: (request, pod) => owners.resolve(pod, request.namespace ?? ''),
     },

@@ -56,6 +56,7 @@ describe('serve usage errors', () => {
     [['--no-cluster', '--shutdown-delay', 'soon'], '--shutdown-delay "soon": expected a duration such as 5s or 500ms'],
     [['--no-cluster', '--admin-addr', '9995'], '--admin-addr: invalid listen address "9995": expected HOST:PORT, e.g. 0.0.0.0:8443'],
     [['--no-cluster', '--kubeconfig', 'k'], '--no-cluster and --kubeconfig contradict each other'],
+    [['--no-cluster', '--pod-security-default', 'strict'], '--pod-security-default "strict": expected privileged, baseline, restricted'],
   ])('%j is a usage error before anything starts', async (args, message) => {
     await expect(runServe(args)).rejects.toThrow(new UsageError(message));
   });

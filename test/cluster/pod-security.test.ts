@@ -1,0 +1,61 @@
+/** The Pod Security level kube-apiserver's own configuration enforces, as the injector is told it and applies it. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import pino from 'pino';
+import { createContext, podSecurityLabels, type InjectorContext } from '../../src/cluster/context.js';
+import { InjectorMetrics } from '../../src/server/metrics.js';
+import { fakeApi, type FakeApi } from './fake-api.js';
+
+const ENFORCE = 'pod-security.kubernetes.io/enforce';
+
+describe('podSecurityLabels', () => {
+  it('gives a namespace without an enforce label the default level, and keeps a label that says otherwise', () => {
+    expect(podSecurityLabels(undefined, 'shop', { enforce: 'baseline' })).toEqual({ [ENFORCE]: 'baseline' });
+    expect(podSecurityLabels({ [ENFORCE]: 'privileged' }, 'shop', { enforce: 'restricted' })).toEqual({ [ENFORCE]: 'privileged' });
+    expect(podSecurityLabels({ [ENFORCE]: 'baseline' }, 'shop', {})).toEqual({ [ENFORCE]: 'baseline' });
+    expect(podSecurityLabels(undefined, 'shop', {})).toBeUndefined();
+  });
+
+  it('enforces nothing in an exempt namespace, whatever its label or the default', () => {
+    expect(podSecurityLabels({ [ENFORCE]: 'restricted' }, 'ops', { enforce: 'baseline', exemptNamespaces: ['ops'] })).toBeUndefined();
+    expect(podSecurityLabels(undefined, 'ops', { enforce: 'baseline', exemptNamespaces: ['ops'] })).toBeUndefined();
+    expect(podSecurityLabels(undefined, 'shop', { enforce: 'baseline', exemptNamespaces: ['ops'] })).toEqual({ [ENFORCE]: 'baseline' });
+  });
+});
+
+describe('a cluster context told the default level', () => {
+  let api: FakeApi | undefined;
+  let context: InjectorContext | undefined;
+  afterEach(async () => {
+    await context?.stop();
+    await api?.close();
+    context = api = undefined;
+  });
+
+  it('answers namespace labels with it, as the namespace watch sees them', async () => {
+    const ns = (name: string, labels?: Record<string, string>) => ({ kind: 'Namespace', apiVersion: 'v1', metadata: { name, ...(labels && { labels }) } });
+    api = await fakeApi({
+      lists: {
+        '/api/v1/namespaces': [ns('shop'), ns('legacy', { [ENFORCE]: 'privileged' }), ns('ops')],
+        '/api/v1/resourcequotas': [],
+        '/api/v1/limitranges': [],
+      },
+    });
+    const root = join(import.meta.dirname, '..', '..');
+    context = await createContext({
+      cluster: { client: api.client, source: 'test', server: 'fake' },
+      controlPlaneNamespace: 'linkerd',
+      trustAnchorsPath: join(root, 'examples', 'trust-anchors.pem'),
+      logger: pino({ level: 'silent' }),
+      metrics: new InjectorMetrics(),
+      events: 'none',
+      podSecurity: { enforce: 'baseline', exemptNamespaces: ['ops'] },
+      linkerdPaths: { values: join(root, 'no-such-values'), trustRoots: join(root, 'no-such-roots') },
+    });
+    while (context.notReadyBecause().length > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    const labels = context.sources.namespaceLabels;
+    expect(labels?.('shop')).toEqual({ [ENFORCE]: 'baseline' });
+    expect(labels?.('legacy')).toEqual({ [ENFORCE]: 'privileged' });
+    expect(labels?.('ops')).toBeUndefined();
+  });
+});
