@@ -179,6 +179,7 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
 
   if (!cluster) {
     logger.info("no Kubernetes cluster configured: namespace annotations are unknown, so each pod's own linkerd.io/inject annotation decides");
+    if (podSecurity) logger.warn('the Pod Security default and exemptions apply to namespaces, which are unknown without a cluster: ignored');
     return {
       sources: { config: () => config.current(), namespaceAnnotations: () => undefined },
       onAdmitted: () => {},

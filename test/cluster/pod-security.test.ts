@@ -58,4 +58,23 @@ describe('a cluster context told the default level', () => {
     expect(labels?.('legacy')).toEqual({ [ENFORCE]: 'privileged' });
     expect(labels?.('ops')).toBeUndefined();
   });
+
+  it('is said to be ignored without a cluster, where namespaces are unknown', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
+    const root = join(import.meta.dirname, '..', '..');
+    context = await createContext({
+      cluster: undefined,
+      controlPlaneNamespace: 'linkerd',
+      trustAnchorsPath: join(root, 'examples', 'trust-anchors.pem'),
+      logger,
+      metrics: new InjectorMetrics(),
+      events: 'none',
+      podSecurity: { enforce: 'restricted' },
+    });
+    expect(context.sources.namespaceLabels).toBeUndefined();
+    expect(lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level === 40).map((l) => l.msg)).toEqual([
+      'the Pod Security default and exemptions apply to namespaces, which are unknown without a cluster: ignored',
+    ]);
+  });
 });
