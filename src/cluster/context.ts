@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { AdmissionRequest, AdmissionSources, HandledAdmission } from '../admission/index.js';
-import { names } from '../engine/index.js';
+import { names, type StartupRisk } from '../engine/index.js';
 import { FileConfigSource } from './config-files.js';
 import type { ConfigSource } from './config-source.js';
 import type { PendingEvent } from './events.js';
@@ -114,6 +114,15 @@ export function eventFor(handled: HandledAdmission, request: AdmissionRequest, p
   };
 }
 
+/**
+ * A risk the workload took on by its own annotation, not one it inherited: `proxy-await: disabled` on the pod template.
+ * A Warning event for it at every rollout would only be noise (and set off whatever alerts on Warning events); the
+ * webhook's answer, `explain` and the log line still name it. From the namespace it is news to the workload's owner.
+ */
+function chosenByWorkload(risk: StartupRisk, own: Readonly<Record<string, string>>): boolean {
+  return risk.code === 'proxy_await_disabled' && own[names.ANNOTATIONS.proxyAwait] !== undefined;
+}
+
 /** Longest message of a StartupRisk event: what events.k8s.io allows for a note, and more than kubectl shows in a row. */
 const MAX_RISK_MESSAGE = 1024;
 
@@ -127,8 +136,10 @@ export function riskEventFor(handled: HandledAdmission, request: AdmissionReques
   const owner = eventTarget(handled, request, policy);
   if (!owner || handled.kind !== 'evaluated') return undefined;
   const result = handled.result;
-  if (result.outcome !== 'injected' || result.risks.length === 0) return undefined;
-  const risks = result.risks.map((r) => `${r.code}: ${r.text}; fix: ${r.fix}`).join('. ');
+  if (result.outcome !== 'injected') return undefined;
+  const shown = result.risks.filter((r) => !chosenByWorkload(r, result.workloadConfiguration));
+  if (shown.length === 0) return undefined;
+  const risks = shown.map((r) => `${r.code}: ${r.text}; fix: ${r.fix}`).join('. ');
   const message = `Linkerd sidecar proxy injected with start-up risks: ${risks}`;
   return {
     target: owner,

@@ -93,22 +93,33 @@ describe('riskEventFor', () => {
   });
 
   it('several risks in one message, clipped to 1024 characters', async () => {
-    const awaitOff = pod({ annotations: { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-await': 'disabled' } });
-    expect((await riskEvent(awaitOff, { labels: baseline }))?.message).toMatch(
+    const awaitOff = { 'config.linkerd.io/proxy-await': 'disabled' };
+    expect((await riskEvent(enabled(), { labels: baseline, ns: awaitOff }))?.message).toMatch(
       /^Linkerd sidecar proxy injected with start-up risks: pod_security_refuses_init: .*privileged\. proxy_await_disabled: .*retry its first connections$/,
     );
     // Four risks: the namespace's level, the hook turned off, the proxy's inbound port and its uid taken by the app.
     const crowded = pod({
-      annotations: { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-await': 'disabled' },
+      annotations: { 'linkerd.io/inject': 'enabled' },
       spec: { containers: [{ name: 'app', image: 'a', ports: [{ containerPort: 4143 }], securityContext: { runAsUser: 2102 } }] },
     });
-    const { handled } = await admitted(crowded, { labels: baseline });
+    const { handled } = await admitted(crowded, { labels: baseline, ns: awaitOff });
     const risks = handled.kind === 'evaluated' ? handled.result.risks : [];
     expect(risks.length).toBeGreaterThanOrEqual(4);
-    const message = (await riskEvent(crowded, { labels: baseline }))?.message ?? '';
+    const message = (await riskEvent(crowded, { labels: baseline, ns: awaitOff }))?.message ?? '';
     expect(message).toHaveLength(1024);
     expect(message.endsWith('…')).toBe(true);
     expect(message.startsWith('Linkerd sidecar proxy injected with start-up risks: pod_security_refuses_init: ')).toBe(true);
+  });
+
+  it('leaves out proxy-await disabled by the workload itself, a choice, but not when the namespace disabled it', async () => {
+    const own = pod({ annotations: { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-await': 'disabled' } });
+    const { handled } = await admitted(own, {});
+    expect(handled.kind === 'evaluated' && handled.result.risks.map((r) => r.code)).toEqual(['proxy_await_disabled']);
+    expect(await riskEvent(own)).toBeUndefined();
+    const other = (await riskEvent(own, { labels: baseline }))?.message;
+    expect(other).toMatch(/start-up risks: pod_security_refuses_init: .*enforce to privileged$/);
+    expect(other).not.toContain('proxy_await_disabled');
+    expect((await riskEvent(enabled(), { ns: { 'config.linkerd.io/proxy-await': 'disabled' } }))?.message).toMatch(/start-up risks: proxy_await_disabled: /);
   });
 
   it('nothing without a risk, for a dry run, with the policy none, or for a pod that is not injected', async () => {
