@@ -40,6 +40,8 @@ export interface AdmissionSources {
   owner?(request: AdmissionRequest, pod: Record<string, unknown>): MaybePromise<Owner | undefined>;
   /** Answers already computed for objects that differ only in identity (the pods of a rollout). */
   answers?: AnswerCache;
+  /** Keep the app kubectl's default container when the proxy goes first (InjectionRequest.kubectlDefaultContainer). */
+  kubectlDefaultContainer?: boolean;
 }
 
 /** What became of one request: the response, and what metrics, logs and events need to know about it. */
@@ -227,6 +229,7 @@ function evaluate(
     ...(owner && { owner }),
     ...(nsLabels && { namespaceLabels: nsLabels }),
     ...(constraints && { resourceConstraints: constraints }),
+    ...(sources.kubectlDefaultContainer && { kubectlDefaultContainer: true }),
   });
   // kubectl prints warnings to whoever created the pod: the start-up risks belong there too.
   const warnings = boundedWarnings([...result.warnings, ...result.risks.map(riskWarning)]);

@@ -46,6 +46,10 @@ Options:
                                the webhook warns of it there too (default: none known, as privileged)
   --pod-security-exempt NS     a namespace that configuration exempts (exemptions.namespaces), whatever its
                                label (repeatable, or comma-separated)
+  --kubectl-default-container  when the proxy goes first (a classic sidecar with the await hook), annotate
+                               the pod with kubectl.kubernetes.io/default-container: its first app container,
+                               so that kubectl logs and exec reach the app as before (default off: Linkerd
+                               does not, and the pods are then Linkerd's own)
   --log-level LEVEL            trace, debug, info, warn, error, fatal or silent (default info)
   --log-format FORMAT          json, pretty, or auto: pretty on a terminal (default auto)
   --shutdown-delay DURATION    keep serving this long after SIGTERM so endpoints drop the pod first (default 0s)
@@ -83,6 +87,7 @@ const OPTIONS = {
   events: { type: 'string', default: 'relevant' },
   'pod-security-default': { type: 'string' },
   'pod-security-exempt': { type: 'string', multiple: true },
+  'kubectl-default-container': { type: 'boolean', default: false },
   'log-level': { type: 'string', default: 'info' },
   'log-format': { type: 'string', default: 'auto' },
   'shutdown-delay': { type: 'string', default: '0s' },
@@ -235,6 +240,7 @@ export async function runServe(argv: string[]): Promise<number> {
     metrics,
     events,
     podSecurity: { enforce: podSecurityDefault, exemptNamespaces: exempt },
+    kubectlDefaultContainer: opts['kubectl-default-container'],
   });
 
   let server: RunningServer;

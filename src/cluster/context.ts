@@ -44,6 +44,8 @@ export interface ContextOptions {
   events: EventPolicy;
   /** What the API server's own Pod Security configuration enforces where no namespace label says (see podSecurityLabels). */
   podSecurity?: PodSecurityDefaults;
+  /** Keep the app kubectl's default container when the proxy goes first (InjectionRequest.kubectlDefaultContainer). */
+  kubectlDefaultContainer?: boolean;
   /** Checked for Linkerd's mounted ConfigMaps; tests point it elsewhere. */
   linkerdPaths?: { values: string; trustRoots: string };
 }
@@ -158,6 +160,7 @@ const configNotLoaded = (config: ConfigSource): string[] => (config.loaded ? [] 
 export async function createContext(options: ContextOptions): Promise<InjectorContext> {
   const { cluster, logger, metrics } = options;
   const podSecurity = options.podSecurity?.enforce !== undefined || options.podSecurity?.exemptNamespaces?.length ? options.podSecurity : undefined;
+  const defaultContainer = options.kubectlDefaultContainer ? { kubectlDefaultContainer: true } : {};
   const paths = options.linkerdPaths ?? { values: LINKERD_VALUES_PATH, trustRoots: LINKERD_TRUST_ROOTS_PATH };
   const onReload = (applied: boolean): void => {
     metrics.configReloads.inc({ result: applied ? 'applied' : 'refused' });
@@ -192,7 +195,7 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
     logger.info("no Kubernetes cluster configured: namespace annotations are unknown, so each pod's own linkerd.io/inject annotation decides");
     if (podSecurity) logger.warn('the Pod Security default and exemptions apply to namespaces, which are unknown without a cluster: ignored');
     return {
-      sources: { config: () => config.current(), namespaceAnnotations: () => undefined },
+      sources: { config: () => config.current(), namespaceAnnotations: () => undefined, ...defaultContainer },
       onAdmitted: () => {},
       notReadyBecause: () => configNotLoaded(config),
       stop: async () => config.close(),
@@ -245,6 +248,7 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
         : (namespace) => namespaces.labels(namespace),
       namespaceConstraints: (namespace) => constraints.of(namespace),
       owner: (request, pod) => owners.resolve(pod, request.namespace ?? ''),
+      ...defaultContainer,
     },
     onAdmitted,
     notReadyBecause: () => [

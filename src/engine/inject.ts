@@ -6,6 +6,7 @@ import {
   CONTROL_PLANE_NS_LABEL,
   CREATED_BY_ANNOTATION,
   INJECT_ANNOTATION,
+  KUBECTL_DEFAULT_CONTAINER_ANNOTATION,
   POD_SECURITY_ENFORCE_LABEL,
   PROXY_ANNOTATIONS,
   PROXY_LABEL_PREFIX,
@@ -86,6 +87,8 @@ export interface PodPatchInput {
   prepared?: PreparedConfig | undefined;
   /** The template's annotations as `templateAnnotations` reads them, when the caller has read them already. */
   annotations?: TemplateAnnotations | undefined;
+  /** Name the app's first container as kubectl's default when the proxy goes first (see InjectionRequest). */
+  kubectlDefaultContainer?: boolean | undefined;
 }
 
 export interface PodPatch {
@@ -198,6 +201,12 @@ export function podPatch(input: PodPatchInput): PodPatch {
   annotations[PROXY_VERSION_ANNOTATION] = proxy.image.version || values.linkerdVersion;
   annotations[TRUST_ROOT_SHA256_ANNOTATION] =
     prepared?.trustRootPEM === values.identityTrustAnchorsPEM ? prepared.trustRootSha256 : trustRootSha256(values.identityTrustAnchorsPEM);
+
+  // A proxy placed first for its await hook would become kubectl's default container: the app's first one stays so.
+  if (input.kubectlDefaultContainer && !proxy.nativeSidecar && proxy.await && ownAnnotations[KUBECTL_DEFAULT_CONTAINER_ANNOTATION] === undefined) {
+    const first = firstContainer(spec)?.name;
+    if (typeof first === 'string' && first !== '') annotations[KUBECTL_DEFAULT_CONTAINER_ANNOTATION] = first;
+  }
 
   const ops: AddOperation[] = [];
   // Each list or map is added first when absent or empty, as Linkerd decides by length: the pod is the same either way.
@@ -339,6 +348,12 @@ export interface InjectionRequest {
   owner?: Owner;
   origin?: Origin;
   config: InjectorConfig;
+  /**
+   * When the proxy goes first (a classic sidecar with the await hook), annotate the pod with
+   * `kubectl.kubernetes.io/default-container: <its first app container>`, unless it names one already, so that kubectl
+   * logs and exec still reach the app. Off by default: Linkerd does not, and the pods are then Linkerd's.
+   */
+  kubectlDefaultContainer?: boolean;
 }
 
 export type Outcome = 'injected' | 'annotated' | 'skipped';
@@ -440,6 +455,7 @@ export function inject(request: InjectionRequest): InjectionResult {
       resourceConstraints: request.resourceConstraints,
       prepared: request.config.prepared,
       annotations: own,
+      kubectlDefaultContainer: request.kubectlDefaultContainer,
     });
     return record(common, 'injected', built.patch, built.added, built.mode, built.warnings, built.risks);
   }

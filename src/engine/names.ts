@@ -169,3 +169,9 @@ export const MIRROR_POD_ANNOTATION = 'kubernetes.io/config.mirror';
 
 /** The namespace label that sets the Pod Security level kube-apiserver enforces on its pods. */
 export const POD_SECURITY_ENFORCE_LABEL = 'pod-security.kubernetes.io/enforce';
+
+/**
+ * The pod annotation that names the container kubectl logs, exec, attach and cp act on when none is given; without it
+ * they take the first container, which a proxy placed first for its await hook would be.
+ */
+export const KUBECTL_DEFAULT_CONTAINER_ANNOTATION = 'kubectl.kubernetes.io/default-container';

@@ -58,6 +58,16 @@ describe('handleAdmission', () => {
     expect(names((after as { spec: { containers: unknown } }).spec.containers)[0]).toBe('linkerd-proxy');
   });
 
+  it('keeps the app kubectl`s default container when the sources ask for it, and only then', async () => {
+    const defaultContainer = async (more: Partial<AdmissionSources>) => {
+      const handled = await handleAdmission(request(enabled()), sources(more));
+      const after = applied(enabled(), decodedPatch({ response: handled.response })) as { metadata: { annotations: Record<string, string> } };
+      return after.metadata.annotations['kubectl.kubernetes.io/default-container'];
+    };
+    expect(await defaultContainer({ kubectlDefaultContainer: true })).toBe('app');
+    expect(await defaultContainer({})).toBeUndefined();
+  });
+
   it('answers at once when every source does, and with a promise of the same answer when one must be waited for', async () => {
     const owner = { kind: 'deployment', name: 'web' };
     const now = handleAdmission(request(enabled(), { uid: 'u-1' }), sources({ owner: () => owner }));

@@ -1,4 +1,7 @@
-/** The Pod Security level kube-apiserver's own configuration enforces, as the injector is told it and applies it. */
+/**
+ * What serve's options make of the cluster context: the Pod Security level kube-apiserver's own configuration enforces,
+ * as the injector is told it and applies it, and kubectl's default container.
+ */
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -23,7 +26,7 @@ describe('podSecurityLabels', () => {
   });
 });
 
-describe('a cluster context told the default level', () => {
+describe('a cluster context told the default level (and to keep kubectl`s default container)', () => {
   let api: FakeApi | undefined;
   let context: InjectorContext | undefined;
   afterEach(async () => {
@@ -50,6 +53,7 @@ describe('a cluster context told the default level', () => {
       metrics: new InjectorMetrics(),
       events: 'none',
       podSecurity: { enforce: 'baseline', exemptNamespaces: ['ops'] },
+      kubectlDefaultContainer: true,
       linkerdPaths: { values: join(root, 'no-such-values'), trustRoots: join(root, 'no-such-roots') },
     });
     while (context.notReadyBecause().length > 0) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -57,6 +61,7 @@ describe('a cluster context told the default level', () => {
     expect(labels?.('shop')).toEqual({ [ENFORCE]: 'baseline' });
     expect(labels?.('legacy')).toEqual({ [ENFORCE]: 'privileged' });
     expect(labels?.('ops')).toBeUndefined();
+    expect(context.sources.kubectlDefaultContainer).toBe(true);
   });
 
   it('is said to be ignored without a cluster, where namespaces are unknown', async () => {
@@ -76,5 +81,28 @@ describe('a cluster context told the default level', () => {
     expect(lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level === 40).map((l) => l.msg)).toEqual([
       'the Pod Security default and exemptions apply to namespaces, which are unknown without a cluster: ignored',
     ]);
+  });
+});
+
+describe('kubectl default container', () => {
+  it('reaches the admission sources with or without a cluster, when asked', async () => {
+    const root = join(import.meta.dirname, '..', '..');
+    const options = {
+      cluster: undefined,
+      controlPlaneNamespace: 'linkerd',
+      trustAnchorsPath: join(root, 'examples', 'trust-anchors.pem'),
+      logger: pino({ level: 'silent' }),
+      metrics: new InjectorMetrics(),
+      events: 'none' as const,
+    };
+    const asked = await createContext({ ...options, kubectlDefaultContainer: true });
+    const not = await createContext(options);
+    try {
+      expect(asked.sources.kubectlDefaultContainer).toBe(true);
+      expect(not.sources.kubectlDefaultContainer).toBeUndefined();
+    } finally {
+      await asked.stop();
+      await not.stop();
+    }
   });
 });
