@@ -449,7 +449,7 @@ describe('with a real kube-apiserver', () => {
     expect(containerNames(admitted.json as V1Pod)).toContain('linkerd-proxy');
   });
 
-  it('a Job’s pod is labelled with its Job, and the Job gets a StartupRisk event; a Service gets the opaque-ports annotation', async () => {
+  it('a Job’s pod is labelled with its Job, and the Job gets a StartupRisk event (which names a refused shutdown request); a Service gets the opaque-ports annotation', async () => {
     await batch.createNamespacedJob({
       namespace: 'emojivoto',
       body: { metadata: { name: 'migrate' }, spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'm', image: 'busybox' }] } } } },
@@ -461,6 +461,21 @@ describe('with a real kube-apiserver', () => {
     const risk = await eventually('the StartupRisk event on the Job', async () => (await eventsFor('emojivoto', 'Job', 'migrate')).find((e) => e.reason === 'StartupRisk'));
     expect(risk.type).toBe('Warning');
     expect(risk.message).toMatch(/^Linkerd sidecar proxy injected with start-up risks: proxy_never_exits: the pod runs to completion \(a Job\)/);
+    // A Job that asks its proxy to shut down, as Linkerd documents, while the endpoint is disabled (the default):
+    // linkerd-await ignores the refusal, so the pod would never complete without a word. The Job is told which.
+    await batch.createNamespacedJob({
+      namespace: 'emojivoto',
+      body: {
+        metadata: { name: 'backup' },
+        spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'b', image: 'busybox', command: ['/linkerd-await', '--shutdown', '--', '/backup'] }] } } },
+      },
+    });
+    const refused = await eventually('the StartupRisk event on the shutting-down Job', async () =>
+      (await eventsFor('emojivoto', 'Job', 'backup')).find((e) => e.reason === 'StartupRisk'),
+    );
+    expect(refused.message).toMatch(/^Linkerd sidecar proxy injected with start-up risks: proxy_shutdown_fails: container "b" asks the proxy to shut down \(linkerd-await --shutdown\), but the proxy's shutdown endpoint is disabled/);
+    const backupPod = await eventually('the backup Job’s pod', async () => (await core.listNamespacedPod({ namespace: 'emojivoto', labelSelector: 'job-name=backup' })).items[0]);
+    injectedPods.push({ namespace: 'emojivoto', name: backupPod.metadata?.name ?? '' });
     const svc = await core.createNamespacedService({ namespace: 'emojivoto', body: { metadata: { name: 'db' }, spec: { ports: [{ port: 5432 }] } } });
     expect(svc.metadata?.annotations?.['config.linkerd.io/opaque-ports']).toBe('5432');
   });
