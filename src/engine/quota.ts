@@ -140,13 +140,14 @@ function positive(text: string): boolean {
 const QOS_RESOURCES = ['cpu', 'memory'] as const;
 
 /**
- * Whether the pod states resources for the whole pod (`spec.resources`, Kubernetes 1.34+): the API server then no
- * longer asks each container to state the CPU and memory that a quota counts.
+ * Whether the pod states resources for the whole pod (`spec.resources`, Kubernetes 1.34+; CPU, memory or huge pages):
+ * the API server then no longer asks each container to state the CPU and memory that a quota counts.
  */
 function podLevelResources(spec: PodSpec): boolean {
   const resources = spec['resources'];
   if (!isObject(resources)) return false;
-  return [resources['requests'], resources['limits']].some((list) => isObject(list) && QOS_RESOURCES.some((r) => list[r] !== undefined));
+  const podLevel = (name: string): boolean => name === 'cpu' || name === 'memory' || name.startsWith('hugepages-');
+  return [resources['requests'], resources['limits']].some((list) => isObject(list) && Object.keys(list).some(podLevel));
 }
 
 /** Whether a pod (anti-)affinity term of the pod looks at other namespaces (`namespaces` or a `namespaceSelector`). */

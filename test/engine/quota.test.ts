@@ -123,6 +123,8 @@ describe('quotaRisks', () => {
   it('pod-level resources free the containers from stating what a quota counts', () => {
     const podLevel = { ...injectedPod(), resources: { limits: { cpu: '2', memory: '2Gi' } } };
     expect(quotaRisks(podLevel, [quota({ 'limits.cpu': '4', 'requests.memory': '2Gi' })], [])).toEqual([]);
+    const hugePages = { ...injectedPod(), resources: { limits: { 'hugepages-2Mi': '64Mi' } } };
+    expect(quotaRisks(hugePages, [quota({ 'limits.cpu': '4' })], [])).toEqual([]);
     // Pod-level resources of another kind do not.
     const storage = { ...injectedPod(), resources: { limits: { 'ephemeral-storage': '1Gi' } } };
     expect(quotaRisks(storage, [quota({ 'limits.cpu': '4' })], [])).toHaveLength(1);
