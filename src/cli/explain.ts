@@ -228,6 +228,19 @@ interface ExplainSettings {
   quotas: Map<string, { resourceQuotas: unknown[]; limitRanges: unknown[] }>;
 }
 
+/**
+ * The annotations the injector reads on a pod (linkerd.io/inject and the proxy's config.* ones, those a namespace can
+ * also give) that a workload carries
+ * on its own metadata and not on its pod template: a common slip (linkerd/linkerd2#4125), silently ignored.
+ */
+function misplacedAnnotations(object: Record<string, unknown>, template: Readonly<Record<string, string>>): string[] {
+  const metadata = object['metadata'];
+  const annotations = stringMap(isObject(metadata) ? metadata['annotations'] : undefined);
+  return Object.keys(annotations)
+    .filter((key) => names.NAMESPACE_INHERITED_ANNOTATIONS.includes(key) && !(key in template))
+    .sort();
+}
+
 /** Explains one workload, or returns undefined for an object that is not one. */
 export function explainObject(object: unknown, source: string, s: ExplainSettings): Explanation | undefined {
   if (!isObject(object)) return undefined;
@@ -264,8 +277,23 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
     risks: result.risks,
     warnings: [...result.warnings],
   };
+  // Annotations on a workload's own metadata, where the injector never looks (it sees the pods): said, with where they go.
+  const misplaced = located.prefix === '' ? [] : misplacedAnnotations(object, own);
+  const templatePath = `${located.prefix.slice(1).replaceAll('/', '.')}.metadata.annotations`;
+  // When the pod is skipped for want of linkerd.io/inject and the workload carries it, the fix says where it goes.
+  const moveInject = misplaced.includes(INJECT_ANNOTATION) && result.reasons.some((r) => r.code === 'injection_enable_annotation_absent');
+  for (const key of misplaced) {
+    if (key === INJECT_ANNOTATION && moveInject) continue;
+    explanation.warnings.push(`${key} is on the ${kind}'s own metadata, which the injector never reads (it sees only the pods): put it under ${templatePath}`);
+  }
   if (result.outcome !== 'injected') {
-    explanation.decision.reasons = result.reasons.map((r) => ({ ...r, ...(REASON_FIX[r.code] && { fix: REASON_FIX[r.code] }) }));
+    explanation.decision.reasons = result.reasons.map((r) => {
+      const fix =
+        moveInject && r.code === 'injection_enable_annotation_absent'
+          ? `move ${INJECT_ANNOTATION} from the ${kind}'s own metadata, which the injector never reads (it sees only the pods), to ${templatePath}; or annotate the namespace`
+          : REASON_FIX[r.code];
+      return { ...r, ...(fix && { fix }) };
+    });
     return explanation;
   }
   explanation.decision.reasons = whyInjected(result, own, namespaceAnnotations);

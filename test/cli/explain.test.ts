@@ -96,6 +96,65 @@ describe('explain', () => {
     expect(e?.risks.map((r) => r.code)).toEqual(['init_container_network_under_cni', 'proxy_never_exits']);
   });
 
+  it('says where annotations on a workload`s own metadata belong: the injector reads only the pod template`s', async () => {
+    const misplaced = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+  annotations:
+    linkerd.io/inject: enabled
+    config.linkerd.io/proxy-cpu-limit: "1"
+    deployment.kubernetes.io/revision: "3"
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels: {app: web}
+      annotations:
+        config.linkerd.io/proxy-log-level: debug
+    spec:
+      containers: [{name: web, image: nginx}]
+`;
+    const [skipped] = await explain(misplaced);
+    expect(skipped?.decision.outcome).toBe('skipped');
+    expect(skipped?.decision.reasons[0]?.fix).toBe(
+      "move linkerd.io/inject from the deployment's own metadata, which the injector never reads (it sees only the pods), to spec.template.metadata.annotations; or annotate the namespace",
+    );
+    expect(skipped?.warnings).toEqual([
+      "config.linkerd.io/proxy-cpu-limit is on the deployment's own metadata, which the injector never reads (it sees only the pods): put it under spec.template.metadata.annotations",
+    ]);
+    // Injected through the namespace, the misplaced inject annotation is a warning too; a CronJob's template is deeper.
+    const [injected] = await explain(misplaced, '--namespace-annotation', 'linkerd.io/inject=enabled');
+    expect(injected?.decision.outcome).toBe('injected');
+    expect(injected?.warnings).toHaveLength(2);
+    expect(injected?.warnings[1]).toMatch(/^linkerd\.io\/inject is on the deployment's own metadata/);
+    const cronJob = `apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: nightly
+  namespace: shop
+  annotations:
+    config.linkerd.io/proxy-admin-shutdown: enabled
+spec:
+  schedule: "0 2 * * *"
+  jobTemplate:
+    spec:
+      template:
+        metadata:
+          annotations:
+            linkerd.io/inject: enabled
+        spec:
+          restartPolicy: Never
+          containers: [{name: job, image: job}]
+`;
+    const [cron] = await explain(cronJob);
+    expect(cron?.kind).toBe('cronjob');
+    expect(cron?.warnings).toEqual([expect.stringContaining('put it under spec.jobTemplate.spec.template.metadata.annotations')]);
+    // A bare pod's own metadata is its template: nothing is misplaced there.
+    expect((await explain(POD))[0]?.warnings).toEqual([]);
+  });
+
   it("an init container running as the proxy's uid has network under the CNI plugin, unmeshed, and is no risk", async () => {
     const asProxy = JOB.replace('          image: curl\n', '          image: curl\n          securityContext:\n            runAsUser: 2102\n');
     const [e] = await explain(asProxy, '--cni');
