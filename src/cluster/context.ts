@@ -107,13 +107,29 @@ export function eventFor(handled: HandledAdmission, request: AdmissionRequest, p
   if (!owner || handled.kind !== 'evaluated') return undefined;
   const result = handled.result;
   if (result.outcome === 'injected') return { target: owner, type: 'Normal', reason: 'Injected', message: INJECTED_MESSAGE };
-  if (policy === 'relevant' && result.reasons.every((r) => r.code === 'injection_enable_annotation_absent')) return undefined;
+  const unasked = result.reasons.every((r) => r.code === 'injection_enable_annotation_absent');
+  // Asked for where the injector never looks: relevant after all, and the event says where the annotation goes.
+  const misplaced = unasked ? misplacedInjectText(owner) : undefined;
+  if (policy === 'relevant' && unasked && misplaced === undefined) return undefined;
   return {
     target: owner,
     type: 'Normal',
     reason: 'InjectionSkipped',
-    message: `${SKIPPED_PREFIX}${result.reasons.map((r) => r.text).join(', ')}`,
+    message: `${SKIPPED_PREFIX}${result.reasons.map((r) => r.text).join(', ')}${misplaced ? `; ${misplaced}` : ''}`,
   };
+}
+
+/**
+ * What to say of a workload that asks for injection outside its pod template (linkerd/linkerd2#4125): the injector
+ * sees only the pods, so `linkerd.io/inject` on a Deployment's own metadata does nothing.
+ */
+function misplacedInjectText(owner: ResolvedOwner): string | undefined {
+  const value = owner.misplacedInject;
+  if (value !== names.INJECT_ENABLED && value !== names.INJECT_INGRESS) return undefined;
+  const cronJob = owner.apiKind === 'CronJob';
+  const where = cronJob ? "the CronJob's jobTemplate metadata" : `the ${owner.apiKind}'s own metadata`;
+  const belongs = cronJob ? 'spec.jobTemplate.spec.template.metadata.annotations' : 'spec.template.metadata.annotations';
+  return `${names.INJECT_ANNOTATION}: ${value} is on ${where}, which the injector never reads (it sees only the pods): move it to ${belongs}`;
 }
 
 /**

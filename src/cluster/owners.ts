@@ -4,7 +4,7 @@
  */
 import type { V1OwnerReference } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { objectName, type Owner } from '../engine/index.js';
+import { names, objectName, type Owner } from '../engine/index.js';
 import { apiErrorMessage, apiStatus } from './api.js';
 import type { ApiClient } from './client.js';
 
@@ -15,11 +15,22 @@ export interface ResolvedOwner extends Owner {
   apiVersion: string;
   namespace: string;
   uid?: string;
+  /**
+   * `linkerd.io/inject` as the workload carries it outside its pod template, where the injector never reads it: on a
+   * Deployment's own metadata (copied to its ReplicaSets), a CronJob's jobTemplate metadata, a Job's or ReplicaSet's.
+   */
+  misplacedInject?: string;
 }
 
-/** Reads a ReplicaSet's or Job's owner references. */
+/** What the injector reads of a ReplicaSet or Job: its owner references and its own `linkerd.io/inject` annotation. */
+export interface OwnerRecord {
+  owners: V1OwnerReference[];
+  inject?: string;
+}
+
+/** Reads a ReplicaSet or Job. */
 export interface OwnerLookup {
-  ownersOf(kind: 'ReplicaSet' | 'Job', namespace: string, name: string): Promise<V1OwnerReference[]>;
+  ownersOf(kind: 'ReplicaSet' | 'Job', namespace: string, name: string): Promise<OwnerRecord>;
 }
 
 /** Kinds a ReplicaSet may be named after (Linkerd ignores other owners of a ReplicaSet, e.g. Argo Rollouts). */
@@ -39,10 +50,10 @@ export interface OwnerResolverOptions {
 }
 
 export class OwnerResolver {
-  /** Owner references by ReplicaSet or Job; undefined for one the API server said does not exist. */
-  private readonly cache = new Map<string, { owners: V1OwnerReference[] | undefined; at: number }>();
+  /** What was read of each ReplicaSet or Job; undefined for one the API server said does not exist. */
+  private readonly cache = new Map<string, { owners: OwnerRecord | undefined; at: number }>();
   /** Reads in progress, so that a burst of pods of one new ReplicaSet reads it once. */
-  private readonly reading = new Map<string, Promise<V1OwnerReference[] | undefined>>();
+  private readonly reading = new Map<string, Promise<OwnerRecord | undefined>>();
 
   constructor(
     private readonly lookup: OwnerLookup,
@@ -64,23 +75,28 @@ export class OwnerResolver {
     if (refs.length !== 1 || !ref) return self;
     const direct = fromRef(ref, namespace);
     if (ref.kind !== 'ReplicaSet' && ref.kind !== 'Job') return direct;
-    let parents: V1OwnerReference[] | undefined;
+    let record: OwnerRecord | undefined;
     try {
-      parents = await this.ownersOf(ref.kind, namespace, ref.name, ref.uid);
+      record = await this.ownersOf(ref.kind, namespace, ref.name, ref.uid);
     } catch (err) {
       this.logger.warn({ owner: `${ref.kind}/${namespace}/${ref.name}`, err: apiErrorMessage(err) }, 'could not read the pod owner; using it as the workload');
       return direct;
     }
     // Known to be missing: said when it was found so, not again for every pod that names it.
-    if (!parents) return direct;
+    if (!record) return direct;
+    const parents = record.owners;
     const [parent] = parents;
-    if (parents.length !== 1 || !parent) return direct;
-    if (ref.kind === 'ReplicaSet' && !RS_PARENTS.has(parent.kind.toLowerCase())) return direct;
-    return fromRef(parent, namespace);
+    const single = parents.length === 1 && parent !== undefined;
+    if (!single || (ref.kind === 'ReplicaSet' && !RS_PARENTS.has(parent.kind.toLowerCase()))) {
+      return withMisplacedInject(direct, parents.length === 0 ? record.inject : undefined);
+    }
+    // A Deployment's annotations are copied to its ReplicaSets, a CronJob's jobTemplate metadata to its Jobs.
+    const copied = (ref.kind === 'ReplicaSet' && parent.kind === 'Deployment') || (ref.kind === 'Job' && parent.kind === 'CronJob');
+    return withMisplacedInject(fromRef(parent, namespace), copied ? record.inject : undefined);
   }
 
-  /** The owner references of a ReplicaSet or Job, undefined if it was recently found missing; throws if unreadable. */
-  private ownersOf(kind: 'ReplicaSet' | 'Job', namespace: string, name: string, uid: string): Promise<V1OwnerReference[] | undefined> {
+  /** What was read of a ReplicaSet or Job, undefined if it was recently found missing; throws if unreadable. */
+  private ownersOf(kind: 'ReplicaSet' | 'Job', namespace: string, name: string, uid: string): Promise<OwnerRecord | undefined> {
     const key = `${kind}/${namespace}/${name}/${uid}`;
     const hit = this.cache.get(key);
     const ttl = hit?.owners ? (this.options.ttlMs ?? 600_000) : (this.options.missingTtlMs ?? 10_000);
@@ -107,7 +123,7 @@ export class OwnerResolver {
     return pending;
   }
 
-  private remember(key: string, owners: V1OwnerReference[] | undefined): void {
+  private remember(key: string, owners: OwnerRecord | undefined): void {
     // Re-inserted at the end, so that the oldest entry is always first; the oldest go when the cache is full.
     this.cache.delete(key);
     const max = this.options.maxEntries ?? 4096;
@@ -123,6 +139,11 @@ export class OwnerResolver {
   }
 }
 
+/** The owner, with the `linkerd.io/inject` it carries where the injector never reads it, when it carries one. */
+function withMisplacedInject(owner: ResolvedOwner, inject: string | undefined): ResolvedOwner {
+  return inject === undefined ? owner : { ...owner, misplacedInject: inject };
+}
+
 function fromRef(ref: V1OwnerReference, namespace: string): ResolvedOwner {
   return { kind: ref.kind.toLowerCase(), name: ref.name, apiKind: ref.kind, apiVersion: ref.apiVersion, namespace, uid: ref.uid };
 }
@@ -133,11 +154,13 @@ export function apiOwnerLookup(client: ApiClient, timeoutMs = 1500): OwnerLookup
     async ownersOf(kind, namespace, name) {
       const collection = kind === 'ReplicaSet' ? '/apis/apps/v1/namespaces/%s/replicasets' : '/apis/batch/v1/namespaces/%s/jobs';
       const path = `${collection.replace('%s', encodeURIComponent(namespace))}/${encodeURIComponent(name)}`;
-      const object = await client.request<{ metadata?: { ownerReferences?: V1OwnerReference[] } } | undefined>('GET', path, {
-        what: `reading ${kind} ${namespace}/${name}`,
-        timeoutMs,
-      });
-      return object?.metadata?.ownerReferences ?? [];
+      const object = await client.request<{ metadata?: { ownerReferences?: V1OwnerReference[]; annotations?: Record<string, unknown> } } | undefined>(
+        'GET',
+        path,
+        { what: `reading ${kind} ${namespace}/${name}`, timeoutMs },
+      );
+      const inject = object?.metadata?.annotations?.[names.INJECT_ANNOTATION];
+      return { owners: object?.metadata?.ownerReferences ?? [], ...(typeof inject === 'string' && { inject }) };
     },
   };
 }

@@ -58,6 +58,21 @@ describe('eventFor', () => {
     );
   });
 
+  it('a workload asking on its own metadata, where the injector never looks, is relevant: the event says where it goes', async () => {
+    const misplaced = { ...deployment, misplacedInject: 'enabled' };
+    expect((await event(pod(), { owner: misplaced }))?.message).toBe(
+      'Linkerd sidecar proxy injection skipped: neither the namespace nor the pod have the annotation "linkerd.io/inject:enabled"; ' +
+        "linkerd.io/inject: enabled is on the Deployment's own metadata, which the injector never reads (it sees only the pods): " +
+        'move it to spec.template.metadata.annotations',
+    );
+    const cronJob: ResolvedOwner = { kind: 'cronjob', name: 'nightly', apiKind: 'CronJob', apiVersion: 'batch/v1', namespace: 'shop', misplacedInject: 'enabled' };
+    expect((await event(pod(), { owner: cronJob }))?.message).toMatch(/is on the CronJob's jobTemplate metadata, .*move it to spec\.jobTemplate\.spec\.template\.metadata\.annotations$/);
+    // disabled there asks for nothing; a pod skipped for another reason keeps its own reason alone.
+    expect(await event(pod(), { owner: { ...deployment, misplacedInject: 'disabled' } })).toBeUndefined();
+    const host = pod({ annotations: { 'linkerd.io/inject': 'enabled' }, spec: { hostNetwork: true, containers: [{ name: 'a', image: 'a' }] } });
+    expect((await event(host, { owner: misplaced }))?.message).toBe('Linkerd sidecar proxy injection skipped: hostNetwork is enabled');
+  });
+
   it('none: never', async () => {
     expect(await event(enabled(), { policy: 'none' })).toBeUndefined();
   });

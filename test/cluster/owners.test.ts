@@ -13,7 +13,7 @@ function lookup(owners: Record<string, ReturnType<typeof ref>[]>, calls: string[
       calls.push(`${kind}/${namespace}/${name}`);
       const found = owners[`${kind}/${name}`];
       if (!found) throw Object.assign(new Error(status === 404 ? 'not found' : 'etcd unavailable'), { code: status });
-      return found;
+      return { owners: found };
     },
   };
 }
@@ -101,12 +101,36 @@ describe('OwnerResolver', () => {
     expect(calls.filter((c) => c.endsWith('rs-0'))).toHaveLength(2);
   });
 
+  it("carries linkerd.io/inject found on the ReplicaSet or Job, where a Deployment's or a jobTemplate's metadata puts it", async () => {
+    const annotated: OwnerLookup = {
+      async ownersOf(kind, _namespace, name) {
+        const parents: Record<string, ReturnType<typeof ref>[]> = {
+          'ReplicaSet/web-5f': [ref('Deployment', 'web')],
+          'ReplicaSet/bare': [],
+          'ReplicaSet/rollout-rs': [ref('Rollout', 'canary', 'argoproj.io/v1alpha1')],
+          'Job/nightly-1': [ref('CronJob', 'nightly', 'batch/v1')],
+          'Job/once': [],
+        };
+        return { owners: parents[`${kind}/${name}`] ?? [], inject: 'enabled' };
+      },
+    };
+    const resolver = new OwnerResolver(annotated, silent);
+    const misplaced = async (kind: string, name: string) => (await resolver.resolve(podOwnedBy(ref(kind, name)), 'shop')).misplacedInject;
+    expect(await misplaced('ReplicaSet', 'web-5f')).toBe('enabled');
+    expect(await misplaced('ReplicaSet', 'bare')).toBe('enabled');
+    expect(await misplaced('Job', 'nightly-1')).toBe('enabled');
+    expect(await misplaced('Job', 'once')).toBe('enabled');
+    // A ReplicaSet of another controller: where its annotations come from is not known.
+    expect(await misplaced('ReplicaSet', 'rollout-rs')).toBeUndefined();
+    expect((await new OwnerResolver(lookup(owners), silent).resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop')).misplacedInject).toBeUndefined();
+  });
+
   it('stays within maxEntries under a churn of namespaces and owners, keeping the most recent', async () => {
     const calls: string[] = [];
     const churn: OwnerLookup = {
       async ownersOf(kind, namespace, name) {
         calls.push(`${kind}/${namespace}/${name}`);
-        return [ref('Deployment', name.replace(/-rs$/, ''))];
+        return { owners: [ref('Deployment', name.replace(/-rs$/, ''))] };
       },
     };
     const resolver = new OwnerResolver(churn, silent, { maxEntries: 100 });
@@ -129,17 +153,18 @@ describe('OwnerResolver', () => {
     expect(resolver.size).toBe(1);
   });
 
-  it('reads ReplicaSets and Jobs at their API paths, and a missing one is an error with its status', async () => {
+  it('reads ReplicaSets and Jobs at their API paths, with their own linkerd.io/inject, and a missing one is an error with its status', async () => {
     const api = await fakeApi({
       read: (path, res) => {
         if (path.includes('/gone')) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","code":404}');
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ metadata: { ownerReferences: [ref('Deployment', 'web')] } }));
+        const annotations = path.includes('/jobs/') ? { 'linkerd.io/inject': 'enabled', other: 'x' } : { other: 'x' };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ metadata: { ownerReferences: [ref('Deployment', 'web')], annotations } }));
       },
     });
     try {
       const lookup = apiOwnerLookup(api.client);
-      expect(await lookup.ownersOf('ReplicaSet', 'shop', 'web-5f')).toEqual([ref('Deployment', 'web')]);
-      expect(await lookup.ownersOf('Job', 'shop', 'nightly-1')).toHaveLength(1);
+      expect(await lookup.ownersOf('ReplicaSet', 'shop', 'web-5f')).toEqual({ owners: [ref('Deployment', 'web')] });
+      expect(await lookup.ownersOf('Job', 'shop', 'nightly-1')).toEqual({ owners: [ref('Deployment', 'web')], inject: 'enabled' });
       await expect(lookup.ownersOf('ReplicaSet', 'shop', 'gone')).rejects.toMatchObject({ code: 404 });
       expect(api.reads).toEqual(['/apis/apps/v1/namespaces/shop/replicasets/web-5f', '/apis/batch/v1/namespaces/shop/jobs/nightly-1', '/apis/apps/v1/namespaces/shop/replicasets/gone']);
     } finally {
