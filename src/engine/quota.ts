@@ -223,7 +223,7 @@ function quotaApplies(qspec: Record<string, unknown>, pod: ScopedPod): boolean {
  * The risks of each ResourceQuota and LimitRange that would refuse the pod for a container the injector added. `spec`
  * is the injected pod's: a quota's scopes are matched against it, with its QoS class as the API server will compute
  * it (after the LimitRange defaults, the injected containers' resources included). The app containers are left out,
- * which the pod's author answers for.
+ * which the pod's author answers for, unless the quota counts the pod only because of the injected containers.
  */
 export function quotaRisks(spec: PodSpec, resourceQuotas: readonly unknown[], limitRanges: readonly unknown[]): StartupRisk[] {
   const limits = containerLimits(limitRanges);
@@ -231,17 +231,23 @@ export function quotaRisks(spec: PodSpec, resourceQuotas: readonly unknown[], li
     name: String(c.name ?? ''),
     ...effective(c, limits),
   }));
-  const added = all.filter((c) => INJECTED_CONTAINERS.includes(c.name));
-  const stated = (list: ResourceList): boolean => QOS_RESOURCES.some((r) => positive(list.get(r) ?? ''));
-  const pod: ScopedPod = { spec, bestEffort: !all.some((c) => stated(c.requests) || stated(c.limits)) };
+  const isAdded = (c: { name: string }): boolean => INJECTED_CONTAINERS.includes(c.name);
+  const added = all.filter(isAdded);
+  const stated = (c: { requests: ResourceList; limits: ResourceList }): boolean =>
+    QOS_RESOURCES.some((r) => positive(c.requests.get(r) ?? '') || positive(c.limits.get(r) ?? ''));
+  const pod: ScopedPod = { spec, bestEffort: !all.some(stated) };
+  // The same pod before injection: a BestEffort pod that the proxy's resources make Burstable comes under a
+  // NotBestEffort quota only because it was injected, and then every container of it must state what the quota counts.
+  const before: ScopedPod = { spec, bestEffort: !all.some((c) => !isAdded(c) && stated(c)) };
   const risks: StartupRisk[] = [];
   for (const quota of podLevelResources(spec) ? [] : resourceQuotas) {
     const meta = isObject(quota) ? quota['metadata'] : undefined;
     const qspec = isObject(quota) ? quota['spec'] : undefined;
     if (!isObject(qspec) || !quotaApplies(qspec, pod)) continue;
+    const broughtUnder = !quotaApplies(qspec, before);
     const required = [...new Set([...listOf(qspec['hard']).keys()].flatMap((k) => CONTAINER_KEYS.get(k) ?? []))].sort();
     const missing = new Map<string, string[]>();
-    for (const c of added) {
+    for (const c of broughtUnder ? all : added) {
       for (const key of required) {
         const [kind, resource] = key.split('.') as [string, string];
         if (!(kind === 'limits' ? c.limits : c.requests).has(resource)) missing.set(key, [...(missing.get(key) ?? []), c.name]);
@@ -250,11 +256,18 @@ export function quotaRisks(spec: PodSpec, resourceQuotas: readonly unknown[], li
     if (missing.size === 0) continue;
     const name = isObject(meta) && typeof meta['name'] === 'string' ? meta['name'] : '';
     const what = [...missing].map(([key, containers]) => `${key} for ${containers.join(', ')}`).join('; ');
+    const containers = [...new Set([...missing.values()].flat())];
+    const obliges = `obliges every container to state ${required.join(', ')}`;
     risks.push({
       code: 'resource_quota_needs_resources',
-      container: [...new Set([...missing.values()].flat())].join(','),
-      text: `ResourceQuota ${JSON.stringify(name)} obliges every container to state ${required.join(', ')}, and the injected ones do not (${what}): the API server refuses the pod`,
-      fix: `give the proxy resources (${RESOURCES_FIX}), or add a LimitRange with default requests and limits to the namespace`,
+      container: containers.join(','),
+      text: broughtUnder
+        ? `ResourceQuota ${JSON.stringify(name)} counts the pod only once the injected containers' resources take it out of ` +
+          `the BestEffort class, and then ${obliges}, which these do not (${what}): the API server refuses the pod`
+        : `ResourceQuota ${JSON.stringify(name)} ${obliges}, and the injected ones do not (${what}): the API server refuses the pod`,
+      fix: containers.some((c) => !INJECTED_CONTAINERS.includes(c))
+        ? `give every container resources, the proxy's included (${RESOURCES_FIX}), or add a LimitRange with default requests and limits to the namespace`
+        : `give the proxy resources (${RESOURCES_FIX}), or add a LimitRange with default requests and limits to the namespace`,
     });
   }
   for (const item of limits) {

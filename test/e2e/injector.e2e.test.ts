@@ -417,7 +417,7 @@ describe('with a real kube-apiserver', () => {
     );
   });
 
-  it('13b. a scoped ResourceQuota counts only the pods its scopes take in, for the API server and the webhook alike', async () => {
+  it('13b. a scoped ResourceQuota counts only the pods its scopes take in (by deadline, by QoS class with the proxy), for the API server and the webhook alike', async () => {
     await namespace('scoped', { 'linkerd.io/inject': 'enabled' });
     const quota = {
       apiVersion: 'v1',
@@ -447,6 +447,24 @@ describe('with a real kube-apiserver', () => {
     expect(admitted.status).toBe(201);
     expect(warned(admitted)).toEqual([]);
     expect(containerNames(admitted.json as V1Pod)).toContain('linkerd-proxy');
+
+    // A NotBestEffort quota: a pod whose containers state nothing is BestEffort and not counted, until a proxy CPU limit
+    // makes it Burstable; then the app container must state its own, which the webhook says before the refusal.
+    await namespace('burstable', { 'linkerd.io/inject': 'enabled' });
+    const notBestEffort = { ...quota, metadata: { name: 'burstable', namespace: 'burstable' }, spec: { hard: { 'limits.cpu': '4' }, scopes: ['NotBestEffort'] } };
+    const createIn = async (path: string, body: unknown) => kubeRequest(cp, 'POST', `/api/v1/namespaces/burstable/${path}`, body);
+    expect((await createIn('resourcequotas', notBestEffort)).status).toBe(201);
+    const plainPod = (name: string, annotations: Record<string, string>) => ({ apiVersion: 'v1', kind: 'Pod', ...podSpec(name, annotations), metadata: { ...podSpec(name, annotations).metadata, namespace: 'burstable' } });
+    const limited = plainPod('proxy-limited', { 'config.linkerd.io/proxy-cpu-limit': '1' });
+    const refusedApp = await eventually('the NotBestEffort quota to be in force, and seen by the webhook', async () => {
+      const res = await createIn('pods?dryRun=All', limited);
+      return res.status === 403 && !res.body.includes('status unknown') && warned(res).length > 0 ? res : undefined;
+    });
+    expect((refusedApp.json as { message: string }).message).toBe('pods "proxy-limited" is forbidden: failed quota: burstable: must specify limits.cpu for: app');
+    expect(warned(refusedApp)).toEqual(['resource_quota_needs_resources']);
+    const bestEffort = await createIn('pods?dryRun=All', plainPod('best-effort', {}));
+    expect(bestEffort.status).toBe(201);
+    expect(warned(bestEffort)).toEqual([]);
   });
 
   it('a Job’s pod is labelled with its Job, and the Job gets a StartupRisk event (which names a refused shutdown request); a Service gets the opaque-ports annotation', async () => {

@@ -84,6 +84,26 @@ describe('quotaRisks', () => {
       expect(quotaRisks(bare, limited({ scopes: ['NotBestEffort'] }), [limitRange({ default: { cpu: '100m' } })])).toEqual([]);
     });
 
+    it('a NotBestEffort quota that counts the pod only because of the proxy`s resources obliges the app containers too', () => {
+      // The app states nothing; linkerd-init and the proxy state a CPU limit (and so a request): the pod is Burstable.
+      const withLimits = { limits: { cpu: '1' } };
+      const injected = {
+        initContainers: [{ name: 'linkerd-init', resources: withLimits }],
+        containers: [{ name: 'linkerd-proxy', resources: withLimits }, { name: 'app' }],
+      };
+      const [risk, ...more] = quotaRisks(injected, limited({ scopes: ['NotBestEffort'] }), []);
+      expect(more).toEqual([]);
+      expect(risk).toMatchObject({
+        container: 'app',
+        text:
+          "ResourceQuota \"compute\" counts the pod only once the injected containers' resources take it out of the BestEffort " +
+          'class, and then obliges every container to state limits.cpu, which these do not (limits.cpu for app): the API server refuses the pod',
+      });
+      expect(risk?.fix).toMatch(/^give every container resources, the proxy's included/);
+      // Without a scope the quota counted the pod anyway: the app's resources are its author's, not the injector's.
+      expect(quotaRisks(injected, [quota({ 'limits.cpu': '4' })], [])).toEqual([]);
+    });
+
     it('Terminating and NotTerminating, by activeDeadlineSeconds', () => {
       expect(refused(injectedPod(), { scopes: ['Terminating'] })).toBe(false);
       expect(refused(injectedPod(), { scopes: ['NotTerminating'] })).toBe(true);
