@@ -17,6 +17,9 @@ import {
   objectName,
   isWorkloadKind,
   names,
+  POD_SECURITY_LEVELS,
+  podSecurityLabels,
+  type PodSecurityDefaults,
   objectsIn,
   stringMap,
   type Container,
@@ -96,6 +99,10 @@ flag acts as the annotation it writes. Also:
       --namespace-label K=V                     a label of the pods' namespace, such as
                                                 pod-security.kubernetes.io/enforce=baseline (repeatable; wins
                                                 over a Namespace in the input)
+      --pod-security-default LEVEL              the level kube-apiserver's own PodSecurity configuration
+                                                enforces where a namespace has no enforce label (as serve
+                                                takes it)
+      --pod-security-exempt NS                  a namespace that configuration exempts (repeatable)
       --cni                                     as if the Linkerd CNI plugin is installed (cniEnabled: true)
   -o, --output text|json                        a report (default), or a JSON array with one record per object
 
@@ -223,6 +230,8 @@ interface ExplainSettings {
   flags: FlagAnnotations;
   controlPlaneNamespace: string;
   namespaceFlags: { annotations: Record<string, string>; labels: Record<string, string> };
+  /** The level kube-apiserver's own PodSecurity configuration enforces without a label, and the namespaces it exempts. */
+  podSecurity: PodSecurityDefaults;
   namespaces: Map<string, { annotations: Record<string, string>; labels: Record<string, string> }>;
   /** ResourceQuotas and LimitRanges in the input, by namespace. */
   quotas: Map<string, { resourceQuotas: unknown[]; limitRanges: unknown[] }>;
@@ -255,7 +264,7 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
   const namespace = located.namespace || 'default';
   const known = s.namespaces.get(namespace);
   const namespaceAnnotations = { ...known?.annotations, ...s.namespaceFlags.annotations };
-  const namespaceLabels = { ...known?.labels, ...s.namespaceFlags.labels };
+  const namespaceLabels = podSecurityLabels({ ...known?.labels, ...s.namespaceFlags.labels }, namespace, s.podSecurity) ?? {};
 
   const constraints = s.quotas.get(namespace);
   const result = inject({
@@ -389,10 +398,13 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
   let inputs: string[];
   let json: boolean;
   let namespaceFlags: ExplainSettings['namespaceFlags'];
+  let podSecurity: PodSecurityDefaults;
   try {
     ({ opts, inputs } = parseManifestArgs(argv, {
       'namespace-annotation': { type: 'string', multiple: true },
       'namespace-label': { type: 'string', multiple: true },
+      'pod-security-default': { type: 'string' },
+      'pod-security-exempt': { type: 'string', multiple: true },
       cni: { type: 'boolean' },
     }));
     if (opts['help'] === true) return { stdout: EXPLAIN_HELP, stderr: '', code: 0 };
@@ -403,6 +415,15 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     json = output === 'json';
     if (inputs.length === 0) throw new UsageError('no input: give files, directories, or - for stdin');
     namespaceFlags = { annotations: keyValues(opts, 'namespace-annotation'), labels: keyValues(opts, 'namespace-label') };
+    const level = opts['pod-security-default'];
+    if (level !== undefined && (typeof level !== 'string' || !POD_SECURITY_LEVELS.includes(level))) {
+      throw new UsageError(`--pod-security-default ${JSON.stringify(level)}: expected ${POD_SECURITY_LEVELS.join(', ')}`);
+    }
+    const exempt = opts['pod-security-exempt'];
+    podSecurity = {
+      enforce: level,
+      exemptNamespaces: (Array.isArray(exempt) ? exempt : []).flatMap((n) => String(n).split(',')).map((n) => n.trim()).filter(Boolean),
+    };
   } catch (err) {
     return usageFailure('explain', (err as Error).message, EXPLAIN_HELP);
   }
@@ -447,6 +468,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     flags,
     controlPlaneNamespace: (opts['linkerd-namespace'] as string | undefined) || 'linkerd',
     namespaceFlags,
+    podSecurity,
     namespaces,
     quotas,
   };

@@ -2,13 +2,10 @@
 import { statSync } from 'node:fs';
 import type { LevelWithSilent } from 'pino';
 import { connectToCluster, createContext, type EventPolicy } from '../cluster/index.js';
-import { parseGoDuration } from '../engine/index.js';
+import { POD_SECURITY_LEVELS, parseGoDuration } from '../engine/index.js';
 import { createLogger, InjectorMetrics, ListenError, LOG_LEVELS, parseListenAddress, startServer, type LogFormat, type RunningServer, type ServerLimits } from '../server/index.js';
 import { parseCommandArgs, pathProblemText } from './command-io.js';
 import { UsageError } from './inject-flags.js';
-
-/** The Pod Security Standards' levels, as kube-apiserver's PodSecurity configuration names them. */
-const POD_SECURITY_LEVELS = ['privileged', 'baseline', 'restricted'];
 
 /** How long a stopped server waits for its last log lines to be written before it exits regardless. */
 const LOG_DRAIN_MS = 50;

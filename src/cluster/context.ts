@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { AdmissionRequest, AdmissionSources, HandledAdmission } from '../admission/index.js';
-import { names, type StartupRisk } from '../engine/index.js';
+import { names, podSecurityLabels, type PodSecurityDefaults, type StartupRisk } from '../engine/index.js';
 import { FileConfigSource } from './config-files.js';
 import type { ConfigSource } from './config-source.js';
 import type { PendingEvent } from './events.js';
@@ -48,30 +48,6 @@ export interface ContextOptions {
   kubectlDefaultContainer?: boolean;
   /** Checked for Linkerd's mounted ConfigMaps; tests point it elsewhere. */
   linkerdPaths?: { values: string; trustRoots: string };
-}
-
-/**
- * The PodSecurity admission plugin's own configuration, which the injector cannot read (it is a file given to
- * kube-apiserver): the level it enforces in namespaces without a `pod-security.kubernetes.io/enforce` label
- * (`defaults.enforce`), and the namespaces it exempts whatever their label (`exemptions.namespaces`).
- */
-export interface PodSecurityDefaults {
-  enforce?: string | undefined;
-  exemptNamespaces?: readonly string[];
-}
-
-/**
- * The labels that start-up risks read for a namespace, as the API server will enforce them: none in an exempt
- * namespace, the configured default level where the namespace has no enforce label.
- */
-export function podSecurityLabels(
-  labels: Record<string, string> | undefined,
-  namespace: string,
-  defaults: PodSecurityDefaults,
-): Record<string, string> | undefined {
-  if (defaults.exemptNamespaces?.includes(namespace)) return undefined;
-  if (defaults.enforce === undefined || labels?.[names.POD_SECURITY_ENFORCE_LABEL] !== undefined) return labels;
-  return { ...labels, [names.POD_SECURITY_ENFORCE_LABEL]: defaults.enforce };
 }
 
 export interface InjectorContext {

@@ -3,14 +3,12 @@ export {
   createContext,
   eventFor,
   riskEventFor,
-  podSecurityLabels,
   LINKERD_TRUST_ROOTS_PATH,
   LINKERD_VALUES_PATH,
   type ClusterMetrics,
   type ContextOptions,
   type EventPolicy,
   type InjectorContext,
-  type PodSecurityDefaults,
 } from './context.js';
 export { connectToCluster, type ClusterConnection } from './kubeconfig.js';
 export { FileConfigSource, type FileConfigOptions } from './config-files.js';

@@ -36,5 +36,6 @@ export { INBOUND_POLICIES, OVERRIDE_RULES, overrideRule, refusal } from './overr
 export type { OverrideRule, ParseContext, Parsed } from './override-rules.js';
 export { startupRisks, riskWarning, runAsUser } from './risks.js';
 export { quotaRisks } from './quota.js';
+export { POD_SECURITY_LEVELS, podSecurityLabels, type PodSecurityDefaults } from './pod-security.js';
 export type { ResourceConstraints } from './quota.js';
 export type { StartupRisk, StartupRiskCode, StartupRiskInput } from './risks.js';

@@ -237,6 +237,18 @@ spec:
     expect(bad.stderr).toContain('--namespace-label "no-equals-sign": expected KEY=VALUE');
   });
 
+  it('--pod-security-default stands for a level set in kube-apiserver`s configuration: a label wins, an exempt namespace enforces none', async () => {
+    const [byDefault] = await explain(POD, '--pod-security-default', 'baseline');
+    expect(byDefault?.risks.map((r) => r.code)).toEqual(['pod_security_refuses_init']);
+    const [labelled] = await explain(POD, '--pod-security-default', 'baseline', '--namespace-label', 'pod-security.kubernetes.io/enforce=privileged');
+    expect(labelled?.risks).toEqual([]);
+    const [exempt] = await explain(POD, '--pod-security-default', 'restricted', '--pod-security-exempt', 'ops,shop');
+    expect(exempt?.risks).toEqual([]);
+    const bad = await runExplain([...ANCHORS, '--pod-security-default', 'strict', '-'], { stdin: POD });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--pod-security-default "strict": expected privileged, baseline, restricted');
+  });
+
   it('a ResourceQuota of the namespace in the input that needs resources the injected containers lack is the first risk', async () => {
     const quota = '---\napiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: compute\n  namespace: shop\nspec:\n  hard:\n    limits.cpu: "4"\n';
     const [e] = await explain(POD + quota);

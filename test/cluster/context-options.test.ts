@@ -5,7 +5,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import pino from 'pino';
-import { createContext, podSecurityLabels, type InjectorContext } from '../../src/cluster/context.js';
+import { createContext, type InjectorContext } from '../../src/cluster/context.js';
+import { podSecurityLabels } from '../../src/engine/index.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
 import { fakeApi, type FakeApi } from './fake-api.js';
 
