@@ -282,8 +282,10 @@ export function podPatch(input: PodPatchInput): PodPatch {
   // The refusals by a quota or limit range come first, as the API server's own refusals of the pod.
   const constraints = input.resourceConstraints;
   if (constraints && (constraints.resourceQuotas.length > 0 || constraints.limitRanges.length > 0)) {
-    // The pod as the API server will hold it, as far as quotas read it: its own containers and the ones the patch adds.
-    const injected: PodSpec = { ...spec, containers: [...objectsIn<Container>(apps), ...objectsIn<Container>(ops.map((op) => op.value))] };
+    // The pod as the API server will hold it, as far as quotas read it: its own containers and the ones the patch adds
+    // (the values of its other operations are volumes, annotations and empty lists).
+    const addsContainer = (op: AddOperation): boolean => op.path.startsWith(`${P}/spec/initContainers/`) || op.path.startsWith(`${P}/spec/containers/`);
+    const injected: PodSpec = { ...spec, containers: [...objectsIn<Container>(apps), ...objectsIn<Container>(ops.filter(addsContainer).map((op) => op.value))] };
     risks.unshift(...quotaRisks(injected, constraints.resourceQuotas, constraints.limitRanges));
   }
   return {

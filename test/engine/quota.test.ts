@@ -220,6 +220,14 @@ describe('inject with the namespace\'s resource constraints', () => {
     expect(codes({ object: withResources, resourceConstraints: scoped })).toEqual(['resource_quota_needs_resources']);
   });
 
+  it('names only containers, the app`s among them, when a NotBestEffort quota counts the pod because of the proxy', () => {
+    const object = pod({ annotations: { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-cpu-limit': '1' }, spec: { containers: [{ name: 'app', image: 'a' }] } });
+    const constraints = { resourceQuotas: [quota({ 'limits.cpu': '4' }, { scopes: ['NotBestEffort'] })], limitRanges: [] };
+    const risks = inject({ object, namespace: 'shop', config: testConfig(), origin: 'webhook', resourceConstraints: constraints }).risks;
+    expect(risks.map((r) => r.container)).toEqual(['app']);
+    expect(risks[0]?.text).toMatch(/\(limits\.cpu for app\): the API server refuses the pod$/);
+  });
+
   it('reports nothing of constraints that are absent or empty', () => {
     expect(codes({})).toEqual([]);
     expect(codes({ resourceConstraints: { resourceQuotas: [], limitRanges: [] } })).toEqual([]);
