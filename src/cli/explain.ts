@@ -17,7 +17,6 @@ import {
   objectName,
   isWorkloadKind,
   names,
-  POD_SECURITY_LEVELS,
   podSecurityLabels,
   type PodSecurityDefaults,
   objectsIn,
@@ -26,7 +25,7 @@ import {
   type PodSpec,
 } from '../engine/index.js';
 import { failure, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
-import { UsageError, annotationsFor, flagAnnotations, parseManifestArgs, type FlagAnnotations, type ParsedOptions } from './inject-flags.js';
+import { UsageError, annotationsFor, flagAnnotations, parseManifestArgs, podSecurityFlags, type FlagAnnotations, type ParsedOptions } from './inject-flags.js';
 import { annotationOps, configure, type Configured } from './inject.js';
 import { InputError, listItems, readDocuments } from './manifests.js';
 import { inputReader } from './remote-inputs.js';
@@ -415,15 +414,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     json = output === 'json';
     if (inputs.length === 0) throw new UsageError('no input: give files, directories, or - for stdin');
     namespaceFlags = { annotations: keyValues(opts, 'namespace-annotation'), labels: keyValues(opts, 'namespace-label') };
-    const level = opts['pod-security-default'];
-    if (level !== undefined && (typeof level !== 'string' || !POD_SECURITY_LEVELS.includes(level))) {
-      throw new UsageError(`--pod-security-default ${JSON.stringify(level)}: expected ${POD_SECURITY_LEVELS.join(', ')}`);
-    }
-    const exempt = opts['pod-security-exempt'];
-    podSecurity = {
-      enforce: level,
-      exemptNamespaces: (Array.isArray(exempt) ? exempt : []).flatMap((n) => String(n).split(',')).map((n) => n.trim()).filter(Boolean),
-    };
+    podSecurity = podSecurityFlags(opts['pod-security-default'], opts['pod-security-exempt']);
   } catch (err) {
     return usageFailure('explain', (err as Error).message, EXPLAIN_HELP);
   }

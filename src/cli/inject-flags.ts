@@ -2,13 +2,29 @@
  * The proxy configuration flags of `inject`, named as `linkerd inject` names them, each written to the pod template as
  * the `config.linkerd.io/*` annotation it stands for.
  */
-import { INBOUND_POLICIES, names, refusal, type LinkerdValues } from '../engine/index.js';
+import { INBOUND_POLICIES, names, POD_SECURITY_LEVELS, refusal, type LinkerdValues, type PodSecurityDefaults } from '../engine/index.js';
 import { parseCommandArgs } from './command-io.js';
 
 const { ANNOTATIONS, INJECT_ANNOTATION, INJECT_INGRESS, NAMESPACE_INHERITED_ANNOTATIONS } = names;
 
 export class UsageError extends Error {
   override readonly name = 'UsageError';
+}
+
+/** A repeatable flag's values, each of which may also be a comma-separated list: trimmed, empty ones dropped. */
+export function listFlag(values: unknown): string[] {
+  return (Array.isArray(values) ? values : []).flatMap((v) => String(v).split(',')).map((v) => v.trim()).filter(Boolean);
+}
+
+/**
+ * `--pod-security-default` and `--pod-security-exempt`, as `serve` and `explain` take them; `label` names the first in
+ * an error (as the environment variable it came from, for serve).
+ */
+export function podSecurityFlags(level: unknown, exempt: unknown, label = '--pod-security-default'): PodSecurityDefaults {
+  if (level !== undefined && (typeof level !== 'string' || !POD_SECURITY_LEVELS.includes(level))) {
+    throw new UsageError(`${label} ${JSON.stringify(level)}: expected ${POD_SECURITY_LEVELS.join(', ')}`);
+  }
+  return { enforce: level, exemptNamespaces: listFlag(exempt) };
 }
 
 interface ProxyFlag {
@@ -250,7 +266,7 @@ export function flagAnnotations(parsed: ParsedOptions, values: LinkerdValues, en
   for (const f of PROXY_FLAGS) {
     const raw = parsed[f.name];
     if (raw === undefined) continue;
-    const text = Array.isArray(raw) ? raw.flatMap((g) => g.split(',')).map((s) => s.trim()).filter((s) => s !== '').join(',') : raw;
+    const text = Array.isArray(raw) ? listFlag(raw).join(',') : raw;
     if (typeof text === 'string') {
       const problem = refusal(f.annotation, text) ?? f.check?.(text);
       if (problem) throw new UsageError(`--${f.name} ${JSON.stringify(text)}: ${problem}`);

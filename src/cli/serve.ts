@@ -2,10 +2,10 @@
 import { statSync } from 'node:fs';
 import type { LevelWithSilent } from 'pino';
 import { connectToCluster, createContext, type EventPolicy } from '../cluster/index.js';
-import { POD_SECURITY_LEVELS, parseGoDuration } from '../engine/index.js';
+import { parseGoDuration } from '../engine/index.js';
 import { createLogger, InjectorMetrics, ListenError, LOG_LEVELS, parseListenAddress, startServer, type LogFormat, type RunningServer, type ServerLimits } from '../server/index.js';
 import { parseCommandArgs, pathProblemText } from './command-io.js';
-import { UsageError } from './inject-flags.js';
+import { UsageError, listFlag, podSecurityFlags } from './inject-flags.js';
 
 /** How long a stopped server waits for its last log lines to be written before it exits regardless. */
 const LOG_DRAIN_MS = 50;
@@ -206,14 +206,10 @@ export async function runServe(argv: string[]): Promise<number> {
   const shutdownDelayMs = durationMs(label('shutdown-delay'), opts['shutdown-delay']);
   const shutdownTimeoutMs = durationMs(label('shutdown-timeout'), opts['shutdown-timeout']);
   const limits = serverLimits(opts, label);
-  const sans = (opts['tls-san'] ?? []).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+  const sans = listFlag(opts['tls-san']);
   const events = opts.events as EventPolicy;
   if (!['all', 'relevant', 'none'].includes(events)) throw new UsageError(`${label('events')} ${JSON.stringify(events)}: expected all, relevant or none`);
-  const podSecurityDefault = opts['pod-security-default'];
-  if (podSecurityDefault !== undefined && !POD_SECURITY_LEVELS.includes(podSecurityDefault)) {
-    throw new UsageError(`${label('pod-security-default')} ${JSON.stringify(podSecurityDefault)}: expected ${POD_SECURITY_LEVELS.join(', ')}`);
-  }
-  const exempt = (opts['pod-security-exempt'] ?? []).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+  const podSecurity = podSecurityFlags(opts['pod-security-default'], opts['pod-security-exempt'], label('pod-security-default'));
   if (opts['no-cluster'] && opts.kubeconfig) throw new UsageError(`${label('no-cluster')} and ${label('kubeconfig')} contradict each other`);
   for (const name of ['addr', 'admin-addr'] as const) {
     try {
@@ -236,7 +232,7 @@ export async function runServe(argv: string[]): Promise<number> {
     logger,
     metrics,
     events,
-    podSecurity: { enforce: podSecurityDefault, exemptNamespaces: exempt },
+    podSecurity,
     kubectlDefaultContainer: opts['kubectl-default-container'],
   });
 
