@@ -238,8 +238,8 @@ interface ExplainSettings {
 
 /**
  * The annotations the injector reads on a pod (linkerd.io/inject and the proxy's config.* ones, those a namespace can
- * also give) that a workload carries
- * on its own metadata and not on its pod template: a common slip (linkerd/linkerd2#4125), silently ignored.
+ * also give) that a workload carries on its own metadata and not on its pod template: a common slip
+ * (linkerd/linkerd2#4125), silently ignored.
  */
 function misplacedAnnotations(object: Record<string, unknown>, template: Readonly<Record<string, string>>): string[] {
   const metadata = object['metadata'];

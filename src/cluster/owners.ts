@@ -51,7 +51,7 @@ export interface OwnerResolverOptions {
 
 export class OwnerResolver {
   /** What was read of each ReplicaSet or Job; undefined for one the API server said does not exist. */
-  private readonly cache = new Map<string, { owners: OwnerRecord | undefined; at: number }>();
+  private readonly cache = new Map<string, { record: OwnerRecord | undefined; at: number }>();
   /** Reads in progress, so that a burst of pods of one new ReplicaSet reads it once. */
   private readonly reading = new Map<string, Promise<OwnerRecord | undefined>>();
 
@@ -99,16 +99,16 @@ export class OwnerResolver {
   private ownersOf(kind: 'ReplicaSet' | 'Job', namespace: string, name: string, uid: string): Promise<OwnerRecord | undefined> {
     const key = `${kind}/${namespace}/${name}/${uid}`;
     const hit = this.cache.get(key);
-    const ttl = hit?.owners ? (this.options.ttlMs ?? 600_000) : (this.options.missingTtlMs ?? 10_000);
-    if (hit && Date.now() - hit.at < ttl) return Promise.resolve(hit.owners);
+    const ttl = hit?.record ? (this.options.ttlMs ?? 600_000) : (this.options.missingTtlMs ?? 10_000);
+    if (hit && Date.now() - hit.at < ttl) return Promise.resolve(hit.record);
     let pending = this.reading.get(key);
     if (!pending) {
       pending = this.lookup
         .ownersOf(kind, namespace, name)
         .then(
-          (owners) => {
-            this.remember(key, owners);
-            return owners;
+          (record) => {
+            this.remember(key, record);
+            return record;
           },
           (err: unknown) => {
             // A pod naming an owner that does not exist is a mistake that repeats: one read per pod would only load
@@ -123,14 +123,14 @@ export class OwnerResolver {
     return pending;
   }
 
-  private remember(key: string, owners: OwnerRecord | undefined): void {
+  private remember(key: string, record: OwnerRecord | undefined): void {
     // Re-inserted at the end, so that the oldest entry is always first; the oldest go when the cache is full.
     this.cache.delete(key);
     const max = this.options.maxEntries ?? 4096;
     for (let oldest = this.cache.keys().next(); this.cache.size >= max && !oldest.done; oldest = this.cache.keys().next()) {
       this.cache.delete(oldest.value);
     }
-    this.cache.set(key, { owners, at: Date.now() });
+    this.cache.set(key, { record, at: Date.now() });
   }
 
   /** Owners remembered now, for tests of the bound. */
