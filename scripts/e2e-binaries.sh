@@ -2,6 +2,9 @@
 # Builds (or locates) the control-plane binaries for the end-to-end tests:
 # etcd, kube-apiserver and kube-controller-manager.
 #
+# Which Kubernetes: $E2E_KUBERNETES names a minor release with a module of its own
+# (1.37 builds from test/e2e/go-1.37); unset, the default one in test/e2e/go.
+#
 # Prints ONE line on stdout: the absolute directory holding the three binaries
 # (the envtest / KUBEBUILDER_ASSETS convention). Everything else goes to stderr.
 #
@@ -43,7 +46,15 @@ fi
 # --- 2. the cache ---------------------------------------------------------------
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd -P)
-MODULE_DIR="$REPO_ROOT/test/e2e/go"
+if [[ -n "${E2E_KUBERNETES:-}" ]]; then
+  MODULE_DIR="$REPO_ROOT/test/e2e/go-$E2E_KUBERNETES"
+  if [[ ! -d "$MODULE_DIR" ]]; then
+    known=$(cd "$REPO_ROOT/test/e2e" && ls -d go-*/ 2>/dev/null | sed -e 's#^go-##' -e 's#/$##' | tr '\n' ' ' | sed 's/ $//')
+    die "E2E_KUBERNETES=$E2E_KUBERNETES has no module test/e2e/go-$E2E_KUBERNETES (known: ${known:-none}; unset for the default)"
+  fi
+else
+  MODULE_DIR="$REPO_ROOT/test/e2e/go"
+fi
 [[ -f "$MODULE_DIR/go.mod" && -f "$MODULE_DIR/go.sum" ]] || die "missing $MODULE_DIR/go.mod or go.sum"
 
 # Versions straight from go.mod (no Go toolchain needed for a cache hit).
