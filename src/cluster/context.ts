@@ -96,6 +96,18 @@ export function eventFor(handled: HandledAdmission, request: AdmissionRequest, p
 }
 
 /**
+ * The owner of a pod skipped because nobody asked to mesh it, when whether and what its InjectionSkipped event says
+ * still depends on reading that owner: a StatefulSet or DaemonSet, whose own metadata its pods never show (see
+ * OwnerResolver.withWorkloadInject). Undefined when the event can be decided now, or there is none to decide.
+ */
+export function ownerToRead(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): ResolvedOwner | undefined {
+  const owner = eventTarget(handled, request, policy);
+  if (!owner || handled.kind !== 'evaluated' || handled.result.outcome === 'injected') return undefined;
+  if (owner.misplacedInject !== undefined || (owner.apiKind !== 'StatefulSet' && owner.apiKind !== 'DaemonSet')) return undefined;
+  return handled.result.reasons.every((r) => r.code === 'injection_enable_annotation_absent') ? owner : undefined;
+}
+
+/**
  * What to say of a workload that asks for injection outside its pod template (linkerd/linkerd2#4125): the injector
  * sees only the pods, so `linkerd.io/inject` on a Deployment's own metadata does nothing.
  */
@@ -225,8 +237,17 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
   });
 
   const onAdmitted = (handled: HandledAdmission, request: AdmissionRequest): void => {
-    const event = eventFor(handled, request, options.events);
-    if (event) recorder.record(event);
+    const toRead = ownerToRead(handled, request, options.events);
+    if (toRead && handled.kind === 'evaluated') {
+      // Read after the pod was answered, and never failing: a workload that cannot be read gets the event it had.
+      void owners.withWorkloadInject(toRead).then((owner) => {
+        const event = eventFor({ ...handled, owner }, request, options.events);
+        if (event) recorder.record(event);
+      });
+    } else {
+      const event = eventFor(handled, request, options.events);
+      if (event) recorder.record(event);
+    }
     const risky = riskEventFor(handled, request, options.events);
     if (risky) recorder.record(risky);
   };

@@ -1,6 +1,7 @@
 /**
  * The workload that owns a pod, as Linkerd names it: pod → ReplicaSet → Deployment, Job → CronJob, others by kind.
- * ReplicaSets and Jobs are read once and remembered (all pods of one share it), with a bounded wait for each read.
+ * ReplicaSets and Jobs are read once and remembered (all pods of one share it), with a bounded wait for each read;
+ * StatefulSets and DaemonSets only for the events of pods skipped as unasked (see withWorkloadInject).
  */
 import type { V1OwnerReference } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -17,21 +18,38 @@ export interface ResolvedOwner extends Owner {
   uid?: string;
   /**
    * `linkerd.io/inject` as the workload carries it outside its pod template, where the injector never reads it: on a
-   * Deployment's own metadata (copied to its ReplicaSets), a CronJob's jobTemplate metadata, a Job's or ReplicaSet's.
+   * Deployment's own metadata (copied to its ReplicaSets), a CronJob's jobTemplate metadata, a Job's or ReplicaSet's,
+   * and (once withWorkloadInject has read it) a StatefulSet's or DaemonSet's.
    */
   misplacedInject?: string;
 }
 
-/** What the injector reads of a ReplicaSet or Job: its owner references and its own `linkerd.io/inject` annotation. */
+/** What the injector reads of a workload: its owner references and its own `linkerd.io/inject` annotation. */
 export interface OwnerRecord {
   owners: V1OwnerReference[];
   inject?: string;
 }
 
-/** Reads a ReplicaSet or Job. */
+/** The workloads the injector reads, each through the API group and version it is served at. */
+const COLLECTIONS = {
+  ReplicaSet: '/apis/apps/v1/namespaces/%s/replicasets',
+  Job: '/apis/batch/v1/namespaces/%s/jobs',
+  StatefulSet: '/apis/apps/v1/namespaces/%s/statefulsets',
+  DaemonSet: '/apis/apps/v1/namespaces/%s/daemonsets',
+} as const;
+
+export type ReadKind = keyof typeof COLLECTIONS;
+
+/** Reads a workload. */
 export interface OwnerLookup {
-  ownersOf(kind: 'ReplicaSet' | 'Job', namespace: string, name: string): Promise<OwnerRecord>;
+  ownersOf(kind: ReadKind, namespace: string, name: string): Promise<OwnerRecord>;
 }
+
+/** Workloads that own their pods directly, whose own metadata the pods never show (read only for their events). */
+const DIRECT_OWNERS: ReadonlyMap<string, ReadKind> = new Map([
+  ['apps/v1 StatefulSet', 'StatefulSet'],
+  ['apps/v1 DaemonSet', 'DaemonSet'],
+]);
 
 /** Kinds a ReplicaSet may be named after (Linkerd ignores other owners of a ReplicaSet, e.g. Argo Rollouts). */
 const RS_PARENTS = new Set(['job', 'statefulset', 'daemonset', 'deployment']);
@@ -79,7 +97,7 @@ export class OwnerResolver {
     try {
       record = await this.ownersOf(ref.kind, namespace, ref.name, ref.uid);
     } catch (err) {
-      this.logger.warn({ owner: `${ref.kind}/${namespace}/${ref.name}`, err: apiErrorMessage(err) }, 'could not read the pod owner; using it as the workload');
+      this.warnUnread(ref.kind, namespace, ref.name, err, 'using it as the workload');
       return direct;
     }
     // Known to be missing: said when it was found so, not again for every pod that names it.
@@ -95,8 +113,30 @@ export class OwnerResolver {
     return withMisplacedInject(fromRef(parent, namespace), copied ? record.inject : undefined);
   }
 
-  /** What was read of a ReplicaSet or Job, undefined if it was recently found missing; throws if unreadable. */
-  private ownersOf(kind: 'ReplicaSet' | 'Job', namespace: string, name: string, uid: string): Promise<OwnerRecord | undefined> {
+  /**
+   * A StatefulSet or DaemonSet owner with its own `linkerd.io/inject` (`misplacedInject`), read through the same cache
+   * as ReplicaSets and Jobs; any other owner, or one that cannot be read, as it is. Such a workload owns its pods
+   * directly, so resolving their owner needs no read, and admission does not wait for this one: it is made only for
+   * the event of a pod skipped because nobody asked to mesh it, after the pod was answered.
+   */
+  async withWorkloadInject(owner: ResolvedOwner): Promise<ResolvedOwner> {
+    const kind = DIRECT_OWNERS.get(`${owner.apiVersion} ${owner.apiKind}`);
+    if (kind === undefined || owner.misplacedInject !== undefined) return owner;
+    try {
+      const record = await this.ownersOf(kind, owner.namespace, owner.name, owner.uid ?? '');
+      return withMisplacedInject(owner, record?.inject);
+    } catch (err) {
+      this.warnUnread(kind, owner.namespace, owner.name, err, 'its event says nothing of its own annotations');
+      return owner;
+    }
+  }
+
+  private warnUnread(kind: string, namespace: string, name: string, err: unknown, consequence: string): void {
+    this.logger.warn({ owner: `${kind}/${namespace}/${name}`, err: apiErrorMessage(err) }, `could not read the pod owner; ${consequence}`);
+  }
+
+  /** What was read of a workload, undefined if it was recently found missing; throws if unreadable. */
+  private ownersOf(kind: ReadKind, namespace: string, name: string, uid: string): Promise<OwnerRecord | undefined> {
     const key = `${kind}/${namespace}/${name}/${uid}`;
     const hit = this.cache.get(key);
     const ttl = hit?.record ? (this.options.ttlMs ?? 600_000) : (this.options.missingTtlMs ?? 10_000);
@@ -152,8 +192,7 @@ function fromRef(ref: V1OwnerReference, namespace: string): ResolvedOwner {
 export function apiOwnerLookup(client: ApiClient, timeoutMs = 1500): OwnerLookup {
   return {
     async ownersOf(kind, namespace, name) {
-      const collection = kind === 'ReplicaSet' ? '/apis/apps/v1/namespaces/%s/replicasets' : '/apis/batch/v1/namespaces/%s/jobs';
-      const path = `${collection.replace('%s', encodeURIComponent(namespace))}/${encodeURIComponent(name)}`;
+      const path = `${COLLECTIONS[kind].replace('%s', encodeURIComponent(namespace))}/${encodeURIComponent(name)}`;
       const object = await client.request<{ metadata?: { ownerReferences?: V1OwnerReference[]; annotations?: Record<string, unknown> } } | undefined>(
         'GET',
         path,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { handleAdmission } from '../../src/admission/handler.js';
 import type { AdmissionRequest } from '../../src/admission/types.js';
-import { eventFor, riskEventFor, type EventPolicy } from '../../src/cluster/context.js';
+import { eventFor, ownerToRead, riskEventFor, type EventPolicy } from '../../src/cluster/context.js';
 import type { ResolvedOwner } from '../../src/cluster/owners.js';
 import { admissionReview } from '../support/admission.js';
 import { pod, testConfig } from '../support/engine.js';
@@ -75,6 +75,29 @@ describe('eventFor', () => {
 
   it('none: never', async () => {
     expect(await event(enabled(), { policy: 'none' })).toBeUndefined();
+  });
+
+  it("a StatefulSet's or DaemonSet's event on a pod nobody asked to mesh waits for the workload to be read; no other does", async () => {
+    const statefulSet: ResolvedOwner = { kind: 'statefulset', name: 'db', apiKind: 'StatefulSet', apiVersion: 'apps/v1', namespace: 'shop', uid: 'u' };
+    const daemonSet: ResolvedOwner = { ...statefulSet, kind: 'daemonset', name: 'agent', apiKind: 'DaemonSet' };
+    const toRead = async (object: Record<string, unknown>, opts: EventOptions) => {
+      const { handled, request } = await admitted(object, opts);
+      return ownerToRead(handled, request, opts.policy ?? 'relevant');
+    };
+    expect(await toRead(pod(), { owner: statefulSet })).toBe(statefulSet);
+    expect(await toRead(pod(), { owner: daemonSet, policy: 'all' })).toBe(daemonSet);
+    // Once read, the event reads as a Deployment's does.
+    expect((await event(pod(), { owner: { ...statefulSet, misplacedInject: 'enabled' } }))?.message).toMatch(
+      /is on the StatefulSet's own metadata, which the injector never reads \(it sees only the pods\): move it to spec\.template\.metadata\.annotations$/,
+    );
+    // Nothing to read: the owner read already, another kind, a pod injected or skipped for another reason, no event.
+    expect(await toRead(pod(), { owner: { ...statefulSet, misplacedInject: 'disabled' } })).toBeUndefined();
+    expect(await toRead(pod(), { owner: deployment })).toBeUndefined();
+    expect(await toRead(enabled(), { owner: statefulSet })).toBeUndefined();
+    const optedOut = pod({ annotations: { 'linkerd.io/inject': 'disabled' } });
+    expect(await toRead(optedOut, { owner: statefulSet, ns: { 'linkerd.io/inject': 'enabled' } })).toBeUndefined();
+    expect(await toRead(pod(), { owner: statefulSet, policy: 'none' })).toBeUndefined();
+    expect(await toRead(pod(), { owner: statefulSet, dryRun: true })).toBeUndefined();
   });
 
   it('a bare pod with a name gets its event; one with only generateName gets none', async () => {

@@ -125,6 +125,47 @@ describe('OwnerResolver', () => {
     expect((await new OwnerResolver(lookup(owners), silent).resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop')).misplacedInject).toBeUndefined();
   });
 
+  it("reads a StatefulSet's or DaemonSet's own linkerd.io/inject only when asked, through the same cache, and never fails", async () => {
+    const calls: string[] = [];
+    const annotated: OwnerLookup = {
+      async ownersOf(kind, namespace, name) {
+        calls.push(`${kind}/${namespace}/${name}`);
+        if (name === 'down') throw Object.assign(new Error('etcd unavailable'), { code: 503 });
+        return { owners: [], ...(name !== 'plain' && { inject: name === 'off' ? 'disabled' : 'enabled' }) };
+      },
+    };
+    const resolver = new OwnerResolver(annotated, silent);
+    // Resolving the pods' owner reads nothing: the pods name their StatefulSet or DaemonSet themselves.
+    const db = await resolver.resolve(podOwnedBy(ref('StatefulSet', 'db')), 'shop');
+    const agent = await resolver.resolve(podOwnedBy(ref('DaemonSet', 'agent')), 'shop');
+    expect(calls).toEqual([]);
+    expect(db.misplacedInject).toBeUndefined();
+
+    expect((await resolver.withWorkloadInject(db)).misplacedInject).toBe('enabled');
+    expect((await resolver.withWorkloadInject(db)).misplacedInject).toBe('enabled');
+    expect((await resolver.withWorkloadInject(agent)).misplacedInject).toBe('enabled');
+    expect(calls).toEqual(['StatefulSet/shop/db', 'DaemonSet/shop/agent']);
+    const off = await resolver.resolve(podOwnedBy(ref('StatefulSet', 'off')), 'shop');
+    expect((await resolver.withWorkloadInject(off)).misplacedInject).toBe('disabled');
+    const plain = await resolver.resolve(podOwnedBy(ref('StatefulSet', 'plain')), 'shop');
+    expect(await resolver.withWorkloadInject(plain)).toEqual(plain);
+
+    // Unreadable: the owner as it was, read again next time.
+    const down = await resolver.resolve(podOwnedBy(ref('DaemonSet', 'down')), 'shop');
+    expect(await resolver.withWorkloadInject(down)).toEqual(down);
+    expect(await resolver.withWorkloadInject(down)).toEqual(down);
+    expect(calls.filter((c) => c.endsWith('/down'))).toHaveLength(2);
+
+    // Other owners are never read here: a ReplicaSet's or Job's was read when the pod's owner was resolved, and a kind
+    // of another API group is not one of the two, whatever its name.
+    calls.length = 0;
+    const rollout = await resolver.resolve(podOwnedBy(ref('Rollout', 'canary', 'argoproj.io/v1alpha1')), 'shop');
+    expect(await resolver.withWorkloadInject(rollout)).toEqual(rollout);
+    const foreign = await resolver.resolve(podOwnedBy(ref('StatefulSet', 'kruise', 'apps.kruise.io/v1beta1')), 'shop');
+    expect(await resolver.withWorkloadInject(foreign)).toEqual(foreign);
+    expect(calls).toEqual([]);
+  });
+
   it('stays within maxEntries under a churn of namespaces and owners, keeping the most recent', async () => {
     const calls: string[] = [];
     const churn: OwnerLookup = {
@@ -153,11 +194,11 @@ describe('OwnerResolver', () => {
     expect(resolver.size).toBe(1);
   });
 
-  it('reads ReplicaSets and Jobs at their API paths, with their own linkerd.io/inject, and a missing one is an error with its status', async () => {
+  it('reads ReplicaSets, Jobs, StatefulSets and DaemonSets at their API paths, with their own linkerd.io/inject, and a missing one is an error with its status', async () => {
     const api = await fakeApi({
       read: (path, res) => {
         if (path.includes('/gone')) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","code":404}');
-        const annotations = path.includes('/jobs/') ? { 'linkerd.io/inject': 'enabled', other: 'x' } : { other: 'x' };
+        const annotations = path.includes('/replicasets/') ? { other: 'x' } : { 'linkerd.io/inject': 'enabled', other: 'x' };
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ metadata: { ownerReferences: [ref('Deployment', 'web')], annotations } }));
       },
     });
@@ -165,8 +206,16 @@ describe('OwnerResolver', () => {
       const lookup = apiOwnerLookup(api.client);
       expect(await lookup.ownersOf('ReplicaSet', 'shop', 'web-5f')).toEqual({ owners: [ref('Deployment', 'web')] });
       expect(await lookup.ownersOf('Job', 'shop', 'nightly-1')).toEqual({ owners: [ref('Deployment', 'web')], inject: 'enabled' });
+      expect(await lookup.ownersOf('StatefulSet', 'shop', 'db')).toEqual({ owners: [ref('Deployment', 'web')], inject: 'enabled' });
+      expect(await lookup.ownersOf('DaemonSet', 'shop', 'agent')).toEqual({ owners: [ref('Deployment', 'web')], inject: 'enabled' });
       await expect(lookup.ownersOf('ReplicaSet', 'shop', 'gone')).rejects.toMatchObject({ code: 404 });
-      expect(api.reads).toEqual(['/apis/apps/v1/namespaces/shop/replicasets/web-5f', '/apis/batch/v1/namespaces/shop/jobs/nightly-1', '/apis/apps/v1/namespaces/shop/replicasets/gone']);
+      expect(api.reads).toEqual([
+        '/apis/apps/v1/namespaces/shop/replicasets/web-5f',
+        '/apis/batch/v1/namespaces/shop/jobs/nightly-1',
+        '/apis/apps/v1/namespaces/shop/statefulsets/db',
+        '/apis/apps/v1/namespaces/shop/daemonsets/agent',
+        '/apis/apps/v1/namespaces/shop/replicasets/gone',
+      ]);
     } finally {
       await api.close();
     }

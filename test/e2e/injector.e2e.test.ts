@@ -498,23 +498,29 @@ describe('with a real kube-apiserver', () => {
     expect(svc.metadata?.annotations?.['config.linkerd.io/opaque-ports']).toBe('5432');
   });
 
-  it('a Deployment annotated on its own metadata instead of its pod template is told where the annotation goes', async () => {
-    // The deployment controller copies the Deployment's annotations to its ReplicaSets, which the injector reads.
+  it('a Deployment or StatefulSet annotated on its own metadata instead of its pod template is told where the annotation goes', async () => {
+    // The deployment controller copies the Deployment's annotations to its ReplicaSets, which the injector reads. A
+    // StatefulSet owns its pods directly: the injector reads it after answering its pod.
+    const spec = (app: string) => ({ selector: { matchLabels: { app } }, template: { metadata: { labels: { app } }, spec: podSpec(app).spec! } });
     await apps.createNamespacedDeployment({
       namespace: 'plain',
-      body: {
-        metadata: { name: 'misplaced', annotations: { 'linkerd.io/inject': 'enabled' } },
-        spec: { replicas: 1, selector: { matchLabels: { app: 'misplaced' } }, template: { metadata: { labels: { app: 'misplaced' } }, spec: podSpec('misplaced').spec! } },
-      },
+      body: { metadata: { name: 'misplaced', annotations: { 'linkerd.io/inject': 'enabled' } }, spec: { replicas: 1, ...spec('misplaced') } },
     });
-    const skipped = await eventually('the InjectionSkipped event on the Deployment', async () =>
-      (await eventsFor('plain', 'Deployment', 'misplaced')).find((e) => e.reason === 'InjectionSkipped'),
-    );
-    expect(skipped.message).toBe(
-      'Linkerd sidecar proxy injection skipped: neither the namespace nor the pod have the annotation "linkerd.io/inject:enabled"; ' +
-        "linkerd.io/inject: enabled is on the Deployment's own metadata, which the injector never reads (it sees only the pods): " +
-        'move it to spec.template.metadata.annotations',
-    );
+    await apps.createNamespacedStatefulSet({
+      namespace: 'plain',
+      body: { metadata: { name: 'misplaced-db', annotations: { 'linkerd.io/inject': 'enabled' } }, spec: { replicas: 1, serviceName: 'misplaced-db', ...spec('misplaced-db') } },
+    });
+    for (const kind of ['Deployment', 'StatefulSet']) {
+      const name = kind === 'Deployment' ? 'misplaced' : 'misplaced-db';
+      const skipped = await eventually(`the InjectionSkipped event on the ${kind}`, async () =>
+        (await eventsFor('plain', kind, name)).find((e) => e.reason === 'InjectionSkipped'),
+      );
+      expect(skipped.message).toBe(
+        'Linkerd sidecar proxy injection skipped: neither the namespace nor the pod have the annotation "linkerd.io/inject:enabled"; ' +
+          `linkerd.io/inject: enabled is on the ${kind}'s own metadata, which the injector never reads (it sees only the pods): ` +
+          'move it to spec.template.metadata.annotations',
+      );
+    }
   });
 
   it('9. proxy.capabilities and additional env reach the stored pods; env the API server cannot decode is left out', async () => {
