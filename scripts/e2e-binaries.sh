@@ -8,7 +8,7 @@
 # Prints ONE line on stdout: the absolute directory holding the three binaries
 # (the envtest / KUBEBUILDER_ASSETS convention). Everything else goes to stderr.
 #
-#  1. $KUBEBUILDER_ASSETS, if set and it holds all three binaries.
+#  1. $KUBEBUILDER_ASSETS, if set and it holds all three binaries (not with $E2E_KUBERNETES).
 #  2. Otherwise the cache directory
 #       ${PROXY_INJECTOR_E2E_CACHE:-$HOME/.cache/proxy-injector/e2e}/<version-key>/bin
 #     where <version-key> changes whenever test/e2e/go/go.mod or go.sum (the
@@ -34,8 +34,10 @@ has_all() {
   done
 }
 
-# --- 1. KUBEBUILDER_ASSETS ----------------------------------------------------
-if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
+# --- 1. KUBEBUILDER_ASSETS (unless a release was asked for by name) -----------------
+if [[ -n "${KUBEBUILDER_ASSETS:-}" && -n "${E2E_KUBERNETES:-}" ]]; then
+  log "E2E_KUBERNETES=$E2E_KUBERNETES asks for a release by name: KUBEBUILDER_ASSETS is not used"
+elif [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
   if has_all "$KUBEBUILDER_ASSETS"; then
     (cd "$KUBEBUILDER_ASSETS" && pwd -P)
     exit 0
