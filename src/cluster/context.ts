@@ -82,7 +82,11 @@ export function eventFor(handled: HandledAdmission, request: AdmissionRequest, p
   const owner = eventTarget(handled, request, policy);
   if (!owner || handled.kind !== 'evaluated') return undefined;
   const result = handled.result;
-  if (result.outcome === 'injected') return { target: owner, type: 'Normal', reason: 'Injected', message: INJECTED_MESSAGE };
+  if (result.outcome === 'injected') {
+    const misplaced = misplacedConfigText(owner, request);
+    const message = misplaced ? `${INJECTED_MESSAGE}; ${misplaced}` : INJECTED_MESSAGE;
+    return { target: owner, type: 'Normal', reason: 'Injected', message: clip(message) };
+  }
   const unasked = result.reasons.every((r) => r.code === 'injection_enable_annotation_absent');
   // Asked for where the injector never looks: relevant after all, and the event says where the annotation goes.
   const misplaced = unasked ? misplacedInjectText(owner) : undefined;
@@ -114,10 +118,29 @@ export function ownerToRead(handled: HandledAdmission, request: AdmissionRequest
 function misplacedInjectText(owner: ResolvedOwner): string | undefined {
   const value = owner.misplacedInject;
   if (value !== names.INJECT_ENABLED && value !== names.INJECT_INGRESS) return undefined;
-  const cronJob = owner.apiKind === 'CronJob';
-  const where = cronJob ? "the CronJob's jobTemplate metadata" : `the ${owner.apiKind}'s own metadata`;
-  const belongs = cronJob ? 'spec.jobTemplate.spec.template.metadata.annotations' : 'spec.template.metadata.annotations';
+  const { where, belongs } = placesOf(owner);
   return `${names.INJECT_ANNOTATION}: ${value} is on ${where}, which the injector never reads (it sees only the pods): move it to ${belongs}`;
+}
+
+/** Where a workload's annotations are that its pods never show, and where they would reach the pods. */
+function placesOf(owner: ResolvedOwner): { where: string; belongs: string } {
+  return owner.apiKind === 'CronJob'
+    ? { where: "the CronJob's jobTemplate metadata", belongs: 'spec.jobTemplate.spec.template.metadata.annotations' }
+    : { where: `the ${owner.apiKind}'s own metadata`, belongs: 'spec.template.metadata.annotations' };
+}
+
+/**
+ * What to say of proxy annotations a workload carries on its own metadata and its pods do not: their values never
+ * reach the proxy (the injector sees only the pods), which runs with the namespace's or the configured ones instead.
+ */
+function misplacedConfigText(owner: ResolvedOwner, request: AdmissionRequest): string | undefined {
+  const metadata = (request.object as { metadata?: { annotations?: Record<string, unknown> } } | undefined)?.metadata;
+  const own = metadata?.annotations ?? {};
+  const keys = (owner.misplacedConfig ?? []).filter((key) => !Object.hasOwn(own, key));
+  if (keys.length === 0) return undefined;
+  const { where, belongs } = placesOf(owner);
+  const [verb, them] = keys.length === 1 ? ['is', 'it'] : ['are', 'them'];
+  return `${keys.join(', ')} ${verb} on ${where}, which the injector never reads (it sees only the pods), so the proxy runs without ${them}: move ${them} to ${belongs}`;
 }
 
 /**
@@ -129,8 +152,10 @@ function chosenByWorkload(risk: StartupRisk, own: Readonly<Record<string, string
   return risk.code === 'proxy_await_disabled' && own[names.ANNOTATIONS.proxyAwait] !== undefined;
 }
 
-/** Longest message of a StartupRisk event: what events.k8s.io allows for a note, and more than kubectl shows in a row. */
-const MAX_RISK_MESSAGE = 1024;
+/** Longest message of an event: what events.k8s.io allows for a note, and more than kubectl shows in a row. */
+const MAX_MESSAGE = 1024;
+
+const clip = (message: string): string => (message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE - 1)}…` : message);
 
 /**
  * A Warning event on the workload of an injected pod with start-up risks (see startupRisks), each with its fix. The pods
@@ -151,7 +176,7 @@ export function riskEventFor(handled: HandledAdmission, request: AdmissionReques
     target: owner,
     type: 'Warning',
     reason: 'StartupRisk',
-    message: message.length > MAX_RISK_MESSAGE ? `${message.slice(0, MAX_RISK_MESSAGE - 1)}…` : message,
+    message: clip(message),
   };
 }
 

@@ -22,13 +22,23 @@ export interface ResolvedOwner extends Owner {
    * and (once withWorkloadInject has read it) a StatefulSet's or DaemonSet's.
    */
   misplacedInject?: string;
+  /**
+   * The proxy's configuration annotations (`config.linkerd.io/*` and the alpha ones) that the workload carries where
+   * `misplacedInject` would be found, sorted; undefined when there are none. The Injected event names them.
+   */
+  misplacedConfig?: string[];
 }
 
-/** What the injector reads of a workload: its owner references and its own `linkerd.io/inject` annotation. */
+/** What the injector reads of a workload: its owner references and its own `linkerd.io/inject` and proxy annotations. */
 export interface OwnerRecord {
   owners: V1OwnerReference[];
   inject?: string;
+  /** The names of the proxy's configuration annotations it carries, sorted; absent when none. */
+  config?: string[];
 }
+
+/** The proxy's configuration annotations, which a pod or its namespace may carry. */
+const CONFIG_ANNOTATIONS: ReadonlySet<string> = new Set(names.NAMESPACE_INHERITED_ANNOTATIONS.filter((key) => key !== names.INJECT_ANNOTATION));
 
 /** The workloads the injector reads, each through the API group and version it is served at. */
 const COLLECTIONS = {
@@ -106,11 +116,11 @@ export class OwnerResolver {
     const [parent] = parents;
     const single = parents.length === 1 && parent !== undefined;
     if (!single || (ref.kind === 'ReplicaSet' && !RS_PARENTS.has(parent.kind.toLowerCase()))) {
-      return withMisplacedInject(direct, parents.length === 0 ? record.inject : undefined);
+      return parents.length === 0 ? withMisplaced(direct, record) : direct;
     }
     // A Deployment's annotations are copied to its ReplicaSets, a CronJob's jobTemplate metadata to its Jobs.
     const copied = (ref.kind === 'ReplicaSet' && parent.kind === 'Deployment') || (ref.kind === 'Job' && parent.kind === 'CronJob');
-    return withMisplacedInject(fromRef(parent, namespace), copied ? record.inject : undefined);
+    return copied ? withMisplaced(fromRef(parent, namespace), record) : fromRef(parent, namespace);
   }
 
   /**
@@ -124,7 +134,7 @@ export class OwnerResolver {
     if (kind === undefined || owner.misplacedInject !== undefined) return owner;
     try {
       const record = await this.ownersOf(kind, owner.namespace, owner.name, owner.uid ?? '');
-      return withMisplacedInject(owner, record?.inject);
+      return record ? withMisplaced(owner, record) : owner;
     } catch (err) {
       this.warnUnread(kind, owner.namespace, owner.name, err, 'its event says nothing of its own annotations');
       return owner;
@@ -179,9 +189,10 @@ export class OwnerResolver {
   }
 }
 
-/** The owner, with the `linkerd.io/inject` it carries where the injector never reads it, when it carries one. */
-function withMisplacedInject(owner: ResolvedOwner, inject: string | undefined): ResolvedOwner {
-  return inject === undefined ? owner : { ...owner, misplacedInject: inject };
+/** The owner, with the `linkerd.io/inject` and proxy annotations it carries where the injector never reads them. */
+function withMisplaced(owner: ResolvedOwner, record: OwnerRecord): ResolvedOwner {
+  if (record.inject === undefined && record.config === undefined) return owner;
+  return { ...owner, ...(record.inject !== undefined && { misplacedInject: record.inject }), ...(record.config && { misplacedConfig: record.config }) };
 }
 
 function fromRef(ref: V1OwnerReference, namespace: string): ResolvedOwner {
@@ -198,8 +209,10 @@ export function apiOwnerLookup(client: ApiClient, timeoutMs = 1500): OwnerLookup
         path,
         { what: `reading ${kind} ${namespace}/${name}`, timeoutMs },
       );
-      const inject = object?.metadata?.annotations?.[names.INJECT_ANNOTATION];
-      return { owners: object?.metadata?.ownerReferences ?? [], ...(typeof inject === 'string' && { inject }) };
+      const annotations = object?.metadata?.annotations ?? {};
+      const inject = annotations[names.INJECT_ANNOTATION];
+      const config = Object.keys(annotations).filter((key) => CONFIG_ANNOTATIONS.has(key)).sort();
+      return { owners: object?.metadata?.ownerReferences ?? [], ...(typeof inject === 'string' && { inject }), ...(config.length > 0 && { config }) };
     },
   };
 }

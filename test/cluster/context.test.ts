@@ -73,6 +73,31 @@ describe('eventFor', () => {
     expect((await event(host, { owner: misplaced }))?.message).toBe('Linkerd sidecar proxy injection skipped: hostNetwork is enabled');
   });
 
+  it('an injected pod whose workload carries proxy annotations on its own metadata: the Injected event names them', async () => {
+    const keys = ['config.linkerd.io/proxy-cpu-limit', 'config.linkerd.io/proxy-memory-limit'];
+    const owner = { ...deployment, misplacedConfig: keys };
+    expect((await event(enabled(), { owner }))?.message).toBe(
+      'Linkerd sidecar proxy injected; config.linkerd.io/proxy-cpu-limit, config.linkerd.io/proxy-memory-limit are on the ' +
+        "Deployment's own metadata, which the injector never reads (it sees only the pods), so the proxy runs without them: " +
+        'move them to spec.template.metadata.annotations',
+    );
+    // One the pod carries too reaches the proxy: only the other is named.
+    const both = pod({ annotations: { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-cpu-limit': '1' } });
+    expect((await event(both, { owner }))?.message).toBe(
+      "Linkerd sidecar proxy injected; config.linkerd.io/proxy-memory-limit is on the Deployment's own metadata, which the " +
+        'injector never reads (it sees only the pods), so the proxy runs without it: move it to spec.template.metadata.annotations',
+    );
+    const cronJob: ResolvedOwner = { kind: 'cronjob', name: 'nightly', apiKind: 'CronJob', apiVersion: 'batch/v1', namespace: 'shop', misplacedConfig: keys };
+    expect((await event(enabled(), { owner: cronJob }))?.message).toMatch(/are on the CronJob's jobTemplate metadata, .*move them to spec\.jobTemplate\.spec\.template\.metadata\.annotations$/);
+    // Many of them: the message is clipped to what an event holds.
+    const many = { ...deployment, misplacedConfig: Array.from({ length: 60 }, (_, i) => `config.linkerd.io/setting-${i}`) };
+    const long = (await event(enabled(), { owner: many }))?.message ?? '';
+    expect(long).toHaveLength(1024);
+    expect(long.endsWith('…')).toBe(true);
+    // A skipped pod's event says nothing of them.
+    expect((await event(pod(), { owner, policy: 'all' }))?.message).not.toMatch(/proxy-cpu-limit/);
+  });
+
   it('none: never', async () => {
     expect(await event(enabled(), { policy: 'none' })).toBeUndefined();
   });

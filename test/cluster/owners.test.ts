@@ -111,11 +111,15 @@ describe('OwnerResolver', () => {
           'Job/nightly-1': [ref('CronJob', 'nightly', 'batch/v1')],
           'Job/once': [],
         };
-        return { owners: parents[`${kind}/${name}`] ?? [], inject: 'enabled' };
+        return { owners: parents[`${kind}/${name}`] ?? [], inject: 'enabled', config: ['config.linkerd.io/proxy-cpu-limit'] };
       },
     };
     const resolver = new OwnerResolver(annotated, silent);
-    const misplaced = async (kind: string, name: string) => (await resolver.resolve(podOwnedBy(ref(kind, name)), 'shop')).misplacedInject;
+    const misplaced = async (kind: string, name: string) => {
+      const owner = await resolver.resolve(podOwnedBy(ref(kind, name)), 'shop');
+      expect(owner.misplacedConfig).toEqual(owner.misplacedInject === undefined ? undefined : ['config.linkerd.io/proxy-cpu-limit']);
+      return owner.misplacedInject;
+    };
     expect(await misplaced('ReplicaSet', 'web-5f')).toBe('enabled');
     expect(await misplaced('ReplicaSet', 'bare')).toBe('enabled');
     expect(await misplaced('Job', 'nightly-1')).toBe('enabled');
@@ -194,17 +198,22 @@ describe('OwnerResolver', () => {
     expect(resolver.size).toBe(1);
   });
 
-  it('reads ReplicaSets, Jobs, StatefulSets and DaemonSets at their API paths, with their own linkerd.io/inject, and a missing one is an error with its status', async () => {
+  it('reads ReplicaSets, Jobs, StatefulSets and DaemonSets at their API paths, with their own linkerd.io/inject and proxy annotations, and a missing one is an error with its status', async () => {
     const api = await fakeApi({
       read: (path, res) => {
         if (path.includes('/gone')) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","code":404}');
-        const annotations = path.includes('/replicasets/') ? { other: 'x' } : { 'linkerd.io/inject': 'enabled', other: 'x' };
+        const annotations = path.includes('/replicasets/')
+          ? { other: 'x', 'config.linkerd.io/proxy-memory-limit': '1Gi', 'config.alpha.linkerd.io/proxy-wait-before-exit-seconds': '5', 'config.linkerd.io/proxy-cpu-limit': '1' }
+          : { 'linkerd.io/inject': 'enabled', other: 'x', 'config.linkerd.io/not-a-proxy-setting': 'x' };
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ metadata: { ownerReferences: [ref('Deployment', 'web')], annotations } }));
       },
     });
     try {
       const lookup = apiOwnerLookup(api.client);
-      expect(await lookup.ownersOf('ReplicaSet', 'shop', 'web-5f')).toEqual({ owners: [ref('Deployment', 'web')] });
+      expect(await lookup.ownersOf('ReplicaSet', 'shop', 'web-5f')).toEqual({
+        owners: [ref('Deployment', 'web')],
+        config: ['config.alpha.linkerd.io/proxy-wait-before-exit-seconds', 'config.linkerd.io/proxy-cpu-limit', 'config.linkerd.io/proxy-memory-limit'],
+      });
       expect(await lookup.ownersOf('Job', 'shop', 'nightly-1')).toEqual({ owners: [ref('Deployment', 'web')], inject: 'enabled' });
       expect(await lookup.ownersOf('StatefulSet', 'shop', 'db')).toEqual({ owners: [ref('Deployment', 'web')], inject: 'enabled' });
       expect(await lookup.ownersOf('DaemonSet', 'shop', 'agent')).toEqual({ owners: [ref('Deployment', 'web')], inject: 'enabled' });

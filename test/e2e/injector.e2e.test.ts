@@ -498,7 +498,7 @@ describe('with a real kube-apiserver', () => {
     expect(svc.metadata?.annotations?.['config.linkerd.io/opaque-ports']).toBe('5432');
   });
 
-  it('a Deployment or StatefulSet annotated on its own metadata instead of its pod template is told where the annotation goes', async () => {
+  it('a Deployment or StatefulSet annotated on its own metadata instead of its pod template is told where the annotation goes, injected or not', async () => {
     // The deployment controller copies the Deployment's annotations to its ReplicaSets, which the injector reads. A
     // StatefulSet owns its pods directly: the injector reads it after answering its pod.
     const spec = (app: string) => ({ selector: { matchLabels: { app } }, template: { metadata: { labels: { app } }, spec: podSpec(app).spec! } });
@@ -521,6 +521,24 @@ describe('with a real kube-apiserver', () => {
           'move it to spec.template.metadata.annotations',
       );
     }
+
+    // Injected, but with a proxy setting left on the Deployment's own metadata: the Injected event names it, and the
+    // proxy indeed runs without it.
+    await apps.createNamespacedDeployment({
+      namespace: 'emojivoto',
+      body: { metadata: { name: 'misplaced-config', annotations: { 'config.linkerd.io/proxy-cpu-limit': '3' } }, spec: { replicas: 1, ...spec('misplaced-config') } },
+    });
+    const injected = await eventually('the Injected event on the Deployment', async () =>
+      (await eventsFor('emojivoto', 'Deployment', 'misplaced-config')).find((e) => e.reason === 'Injected'),
+    );
+    expect(injected.message).toBe(
+      "Linkerd sidecar proxy injected; config.linkerd.io/proxy-cpu-limit is on the Deployment's own metadata, which the " +
+        'injector never reads (it sees only the pods), so the proxy runs without it: move it to spec.template.metadata.annotations',
+    );
+    const pod = await eventually('the pod of misplaced-config', async () => (await core.listNamespacedPod({ namespace: 'emojivoto', labelSelector: 'app=misplaced-config' })).items[0]);
+    injectedPods.push({ namespace: 'emojivoto', name: pod.metadata?.name ?? '' });
+    const proxy = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].find((c) => c.name === 'linkerd-proxy');
+    expect(proxy?.resources?.limits?.['cpu']).not.toBe('3');
   });
 
   it('9. proxy.capabilities and additional env reach the stored pods; env the API server cannot decode is left out', async () => {
