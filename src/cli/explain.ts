@@ -103,6 +103,8 @@ flag acts as the annotation it writes. Also:
                                                 takes it)
       --pod-security-exempt NS                  a namespace that configuration exempts (repeatable)
       --cni                                     as if the Linkerd CNI plugin is installed (cniEnabled: true)
+      --kubectl-default-container               as serve --kubectl-default-container: when the proxy goes
+                                                first, the app's first container stays kubectl's default
   -o, --output text|json                        a report (default), or a JSON array with one record per object
 
 Exit status: 0 explained; 1 the input or configuration is invalid; 2 usage error.
@@ -142,6 +144,8 @@ interface SequenceContext {
   native: boolean;
   proxyUid: number;
   spec: PodSpec;
+  /** The injected pod's `kubectl.kubernetes.io/default-container`, if it has one. */
+  defaultContainer: string | undefined;
 }
 
 /** The pod's start-up, read from the injected pod spec in the order the kubelet runs it. */
@@ -211,7 +215,7 @@ function startupSequence(inits: Container[], containers: Container[], ctx: Seque
         container: name,
         from: 'linkerd',
         what: hook
-          ? `starts first; its postStart hook (${hook}) holds the containers after it until the proxy is ready`
+          ? `starts first; its postStart hook (${hook}) holds the containers after it until the proxy is ready; ${firstContainerNote(ctx.defaultContainer)}`
           : 'starts with the app containers, after them in the list: nothing waits for it to be ready',
       });
       if (hook) held = true;
@@ -224,6 +228,13 @@ function startupSequence(inits: Container[], containers: Container[], ctx: Seque
   return { steps, errors };
 }
 
+/** What kubectl logs and exec reach without -c in a pod whose first container is the proxy. */
+function firstContainerNote(defaultContainer: string | undefined): string {
+  return defaultContainer === undefined
+    ? `being first, it is what kubectl logs and exec reach without -c (serve --kubectl-default-container names the app's first container instead)`
+    : `kubectl logs and exec without -c reach ${defaultContainer}, which the pod's ${names.KUBECTL_DEFAULT_CONTAINER_ANNOTATION} names`;
+}
+
 interface ExplainSettings {
   configured: Configured;
   flags: FlagAnnotations;
@@ -234,6 +245,8 @@ interface ExplainSettings {
   namespaces: Map<string, { annotations: Record<string, string>; labels: Record<string, string> }>;
   /** ResourceQuotas and LimitRanges in the input, by namespace. */
   quotas: Map<string, { resourceQuotas: unknown[]; limitRanges: unknown[] }>;
+  /** As serve --kubectl-default-container. */
+  kubectlDefaultContainer: boolean;
 }
 
 /**
@@ -272,6 +285,7 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
     namespaceAnnotations,
     namespaceLabels,
     ...(constraints && { resourceConstraints: constraints }),
+    ...(s.kubectlDefaultContainer && { kubectlDefaultContainer: true }),
     origin: 'webhook',
     config: { values: s.configured.values, controlPlaneNamespace: s.controlPlaneNamespace },
   });
@@ -319,6 +333,7 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
     // The uid the proxy was rendered with, which the pod's annotations may have changed.
     proxyUid: (proxy && runAsUser(proxy, spec)) ?? s.configured.values.proxy.uid,
     spec,
+    defaultContainer: stringMap(isObject(injected.metadata) ? injected.metadata.annotations : undefined)[names.KUBECTL_DEFAULT_CONTAINER_ANNOTATION],
   });
   explanation.startup = steps;
   explanation.warnings.push(...errors);
@@ -405,6 +420,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
       'pod-security-default': { type: 'string' },
       'pod-security-exempt': { type: 'string', multiple: true },
       cni: { type: 'boolean' },
+      'kubectl-default-container': { type: 'boolean' },
     }));
     if (opts['help'] === true) return { stdout: EXPLAIN_HELP, stderr: '', code: 0 };
     const output = opts['output'];
@@ -462,6 +478,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     podSecurity,
     namespaces,
     quotas,
+    kubectlDefaultContainer: opts['kubectl-default-container'] === true,
   };
   const explanations: Explanation[] = [];
   const problems: string[] = [];

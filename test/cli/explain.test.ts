@@ -77,6 +77,17 @@ describe('explain', () => {
     expect(e?.risks).toEqual([]);
   });
 
+  it("says what kubectl reaches without -c when the proxy goes first, and --kubectl-default-container keeps the app there as serve's flag does", async () => {
+    const [plain] = await explain(POD);
+    expect(plain?.startup[1]?.what).toMatch(/being first, it is what kubectl logs and exec reach without -c \(serve --kubectl-default-container names/);
+    const [kept] = await explain(POD, '--kubectl-default-container');
+    expect(kept?.startup[1]?.what).toMatch(/; kubectl logs and exec without -c reach web, which the pod's kubectl\.kubernetes\.io\/default-container names$/);
+    // A pod that names its own default keeps it, and the report says which.
+    const named = POD.replace('    linkerd.io/inject: enabled\n', '    linkerd.io/inject: enabled\n    kubectl.kubernetes.io/default-container: cache\n');
+    expect((await explain(named))[0]?.startup[1]?.what).toMatch(/reach cache, which the pod's/);
+    expect((await explain(named, '--kubectl-default-container'))[0]?.startup[1]?.what).toMatch(/reach cache, which the pod's/);
+  });
+
   it('the iptables rules in the report are exactly those of the rendered linkerd-init', async () => {
     const result = await runExplain([...ANCHORS, '-o', 'json', '--manual', '-'], { stdin: POD });
     const [e] = JSON.parse(result.stdout) as Explanation[];
