@@ -16,7 +16,7 @@ import {
   WORKLOAD_NS_LABEL,
 } from './names.js';
 import { firstContainer, report, type AnnotationAt, type Origin, type SkipReason } from './decision.js';
-import { emptyMetadata, hasItems, hasKeys, isObject, objectsIn, type Container, type Json, type PodSpec, type PodTemplate, type ServicePort } from './k8s.js';
+import { covers, emptyMetadata, hasItems, hasKeys, isObject, objectsIn, type Container, type Json, type PodSpec, type PodTemplate, type ServicePort } from './k8s.js';
 import { applyOverrides, inheritedNamespaceAnnotations } from './overrides.js';
 import { add, addMapEntries, opaquePortsAnnotationPatch, type AddOperation } from './patch.js';
 import { defaultOpaquePortsForPod, defaultOpaquePortsForService, inboundPorts, namedPorts } from './ports.js';
@@ -30,7 +30,7 @@ import {
 } from './render/containers.js';
 import { prepareEnv, proxyEnv, type PreparedEnv } from './render/env.js';
 import { quotaRisks, type ResourceConstraints } from './quota.js';
-import { startupRisks, type StartupRisk } from './risks.js';
+import { startupRisks, takenNameRisks, type StartupRisk } from './risks.js';
 import { checkValues, type LinkerdValues } from './values.js';
 import { keysAmong, locate, stringMap } from './workload.js';
 
@@ -225,7 +225,14 @@ export function podPatch(input: PodPatchInput): PodPatch {
   let initIndex = native ? 0 : -1;
   const initPath = (): string => (initIndex < 0 ? `${P}/spec/initContainers/-` : `${P}/spec/initContainers/${initIndex++}`);
   const added: Added = { annotations, labels, initContainers: [], containers: [], volumes: [] };
+  const podVolumes = objectsIn<Record<string, Json>>(spec.volumes);
+  const takenVolumes: string[] = [];
   const addVolume = (volume: { name: string } & Record<string, Json>): void => {
+    const same = podVolumes.find((v) => v['name'] === volume.name);
+    // The pod's own volume of that name (say, left by an uninject that kept it): a second one would make the API server
+    // refuse the pod. One that already says all the injector's does (the API server's defaults aside) serves as it is.
+    if (same && covers(same, volume)) return;
+    if (same) takenVolumes.push(volume.name);
     ops.push(add(`${P}/spec/volumes/-`, volume));
     added.volumes.push(volume.name);
   };
@@ -279,6 +286,7 @@ export function podPatch(input: PodPatchInput): PodPatch {
     explicitOpaquePorts,
     podSecurityEnforce: input.namespaceLabels?.[POD_SECURITY_ENFORCE_LABEL],
   });
+  risks.unshift(...takenNameRisks(spec, added, takenVolumes));
   // The refusals by a quota or limit range come first, as the API server's own refusals of the pod.
   const constraints = input.resourceConstraints;
   if (constraints && (constraints.resourceQuotas.length > 0 || constraints.limitRanges.length > 0)) {

@@ -152,3 +152,14 @@ export function copyPlain<T>(value: T): T {
   }
   return value;
 }
+
+/**
+ * Whether `value` says everything `part` says: equal scalars, every key of an object `part` with a value it covers,
+ * lists item by item and of the same length. What the API server fills in by default (a projected volume's
+ * `defaultMode`, say) is in `value` only, so a field of the pod as stored covers the same field as the injector writes it.
+ */
+export function covers(value: unknown, part: unknown): boolean {
+  if (Array.isArray(part)) return Array.isArray(value) && value.length === part.length && part.every((item, i) => covers(value[i], item));
+  if (isObject(part)) return isObject(value) && !Array.isArray(value) && Object.keys(part).every((key) => Object.hasOwn(value, key) && covers(value[key], part[key]));
+  return value === part;
+}

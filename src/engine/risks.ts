@@ -21,7 +21,8 @@ export type StartupRiskCode =
   | 'container_port_is_proxy_port'
   | 'skipped_port_requires_identity'
   | 'skipped_port_is_opaque'
-  | 'container_runs_as_proxy_uid';
+  | 'container_runs_as_proxy_uid'
+  | 'name_taken';
 
 export interface StartupRisk {
   code: StartupRiskCode;
@@ -252,6 +253,43 @@ function completionRisk(what: string, apps: readonly Container[], proxy: Linkerd
 }
 
 /** The start-up risks of a pod about to be injected with `values`, in the order the pod would meet them. */
+/** What the injector adds to a pod, by name: its containers and volumes. */
+export interface AddedNames {
+  initContainers: readonly string[];
+  containers: readonly string[];
+  volumes: readonly string[];
+}
+
+/**
+ * The pod's own containers and volumes with a name that the injector adds too: the API server refuses a pod with two
+ * of one name. `volumes` are those of the added volumes the pod has already with other contents (one that has the same
+ * contents is not added again, and is not a risk). A container named after one the injector always adds
+ * (linkerd-proxy, linkerd-init) makes the pod count as injected already, so only the others can meet here.
+ */
+export function takenNameRisks(spec: PodSpec, added: AddedNames, volumes: readonly string[]): StartupRisk[] {
+  const risks: StartupRisk[] = [];
+  const own = new Set([...objectsIn<Container>(spec.initContainers), ...objectsIn<Container>(spec.containers)].map((c) => c.name));
+  for (const name of [...added.initContainers, ...added.containers]) {
+    if (!own.has(name)) continue;
+    risks.push({
+      code: 'name_taken',
+      container: name,
+      text: `the pod already has a container named ${name}, which the injector adds: the API server refuses a pod with two of one name`,
+      fix: `rename the pod's ${name} container, or remove it if an earlier injection left it`,
+    });
+  }
+  for (const name of volumes) {
+    risks.push({
+      code: 'name_taken',
+      text:
+        `the pod already has a volume named ${name}, unlike the one the injector adds under that name: the API server ` +
+        `refuses a pod with two volumes of one name`,
+      fix: `rename the pod's ${name} volume, or remove it if an earlier injection left it`,
+    });
+  }
+  return risks;
+}
+
 export function startupRisks(input: StartupRiskInput): StartupRisk[] {
   const { spec, values } = input;
   const { proxy } = values;

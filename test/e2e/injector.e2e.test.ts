@@ -541,6 +541,31 @@ describe('with a real kube-apiserver', () => {
     expect(proxy?.resources?.limits?.['cpu']).not.toBe('3');
   });
 
+  it("a pod that already has a volume of an injected one's name: served as it is when the same, refused with a warning when not", async () => {
+    const base = podSpec('own-end-entity');
+    const withVolume = (name: string, emptyDir: Record<string, unknown>) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      ...base,
+      metadata: { ...base.metadata, name },
+      spec: { ...base.spec!, volumes: [{ name: 'linkerd-identity-end-entity', emptyDir }] },
+    });
+    // The volume as an injection leaves it: one volume of the name in the stored pod, mounted by the proxy.
+    const same = await kubeRequest(cp, 'POST', '/api/v1/namespaces/emojivoto/pods', withVolume('own-end-entity', { medium: 'Memory' }));
+    expect(same.status, JSON.stringify(same.json)).toBe(201);
+    const stored = same.json as V1Pod;
+    injectedPods.push({ namespace: 'emojivoto', name: 'own-end-entity' });
+    expect((stored.spec?.volumes ?? []).filter((v) => v.name === 'linkerd-identity-end-entity')).toEqual([{ name: 'linkerd-identity-end-entity', emptyDir: { medium: 'Memory' } }]);
+    expect(same.warnings).toEqual([]);
+    // Another volume of that name: the API server refuses the pod with two, and the webhook's warning says why.
+    const other = await kubeRequest(cp, 'POST', '/api/v1/namespaces/emojivoto/pods', withVolume('other-end-entity', {}));
+    expect(other.status).toBe(422);
+    expect((other.json as { message: string }).message).toMatch(/spec\.volumes\[\d+\]\.name: Duplicate value: "linkerd-identity-end-entity"/);
+    expect(other.warnings.filter((w) => w.includes('name_taken'))).toEqual([
+      '299 - "start-up risk (name_taken): the pod already has a volume named linkerd-identity-end-entity, unlike the one the injector adds under that name: the API server refuses a pod with two volumes of one name"',
+    ]);
+  });
+
   it('9. proxy.capabilities and additional env reach the stored pods; env the API server cannot decode is left out', async () => {
     // The API server's own answers to what the injector now refuses to write (no webhook in the way: the namespace
     // is plain): each of these in a container makes the whole pod undecodable.

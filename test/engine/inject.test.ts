@@ -107,6 +107,24 @@ describe('placement of the proxy and the init container', () => {
   });
 });
 
+describe("the pod's own volumes of the injector's names", () => {
+  it('one that says what the injector would write (defaults aside) is not added again; any other is, as Linkerd adds it', () => {
+    const stored = { name: 'linkerd-identity-end-entity', emptyDir: { medium: 'Memory', sizeLimit: '2Mi' } };
+    const p = enabledPod({}, { containers: [{ name: 'app', image: 'app' }], volumes: [stored] });
+    const result = injectPod(p);
+    expect(result.added.volumes).not.toContain('linkerd-identity-end-entity');
+    const spec = applied(p, result.patch)['spec'];
+    expect(names(spec.volumes).filter((n) => n === 'linkerd-identity-end-entity')).toHaveLength(1);
+    // The proxy still mounts it, by name.
+    const proxy = spec.containers.find((c: Obj) => c.name === 'linkerd-proxy');
+    expect(names(proxy.volumeMounts)).toContain('linkerd-identity-end-entity');
+
+    const unlike = enabledPod({}, { containers: [{ name: 'app', image: 'app' }], volumes: [{ name: 'linkerd-identity-end-entity', emptyDir: {} }] });
+    const twice = applied(unlike, injectPod(unlike).patch)['spec'];
+    expect(names(twice.volumes).filter((n) => n === 'linkerd-identity-end-entity')).toHaveLength(2);
+  });
+});
+
 describe('linkerd-init versus the network validator', () => {
   it('cniEnabled false: linkerd-init with legacy iptables by default, and the xtables lock volume', () => {
     const result = injectPod(enabledPod());

@@ -25,6 +25,23 @@ describe('startup risks', () => {
     expect(risksOf({})).toEqual([]);
   });
 
+  it("the pod's own volume or container with a name the injector adds, unless the volume says what the injector's does", () => {
+    // As the API server stores the volume the injector adds, its defaults filled in: served as it is, not added again.
+    const leftover = { name: 'linkerd-identity-end-entity', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } };
+    expect(risksOf({ spec: { containers: [APP], volumes: [leftover] } })).toEqual([]);
+    const other = { name: 'linkerd-identity-end-entity', emptyDir: {} };
+    const risks = risksOf({ spec: { containers: [APP], volumes: [other] } });
+    expect(codes(risks)).toEqual(['name_taken']);
+    expect(risks[0]?.text).toMatch(/already has a volume named linkerd-identity-end-entity, unlike the one the injector adds under that name: the API server refuses/);
+    expect(risks[0]?.container).toBeUndefined();
+    // The debug container: an app container of that name is refused beside it; without the debug sidecar, nothing.
+    const debug = { containers: [APP, { name: 'linkerd-debug', image: 'tools' }] };
+    expect(risksOf({ spec: debug })).toEqual([]);
+    const both = risksOf({ annotations: { 'config.linkerd.io/enable-debug-sidecar': 'true' }, spec: debug });
+    expect(codes(both)).toEqual(['name_taken']);
+    expect(both[0]?.container).toBe('linkerd-debug');
+  });
+
   it('an init container under the CNI plugin in classic mode has no network, and the fix names the proxy uid', () => {
     const risks = risksOf({ cni: true, spec: { initContainers: [{ name: 'fetch', image: 'curl' }], containers: [APP] } });
     expect(codes(risks)).toEqual(['init_container_network_under_cni']);
