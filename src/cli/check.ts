@@ -205,6 +205,7 @@ export function checkCni(options: CniCheckOptions): CniReport {
 }
 
 const HELP = `Usage: proxy-injector check cni [--cni-conf-dir DIR] [--cni-bin-dir DIR] [--root DIR]
+       proxy-injector check pods [--kubeconfig FILE] [-n NAMESPACE] [-o text|json]   (see 'check pods --help')
 
 Checks this node's CNI configuration for the Linkerd CNI plugin: that the configuration file the container
 runtime uses chains linkerd-cni after the primary plugin (Calico, Flannel, Cilium, ...), and that its binary
@@ -220,7 +221,7 @@ Options:
 Exit status: 0 the plugin is installed; 1 something is missing or wrong; 2 usage error.
 `;
 
-/** Runs `check`; only the `cni` check exists. */
+/** Runs `check cni` (`check pods`, which reads a cluster, is runCheckPods). */
 export function runCheck(argv: readonly string[]): CliResult {
   let opts: Record<string, string | boolean | undefined>;
   let positionals: string[];
@@ -243,7 +244,7 @@ export function runCheck(argv: readonly string[]): CliResult {
   }
   if (opts['help'] === true) return { stdout: HELP, stderr: '', code: 0 };
   if (positionals.length !== 1 || positionals[0] !== 'cni') {
-    return { stdout: '', stderr: `proxy-injector check: expected 'check cni'\n${HELP}`, code: 2 };
+    return { stdout: '', stderr: `proxy-injector check: expected 'check cni' or 'check pods'\n${HELP}`, code: 2 };
   }
   const root = typeof opts['root'] === 'string' ? opts['root'] : '/';
   if (!isDir(root)) return { stdout: '', stderr: `proxy-injector check: --root ${root}: not a directory\n`, code: 1 };
@@ -258,7 +259,7 @@ export function runCheck(argv: readonly string[]): CliResult {
 }
 
 export async function runCheckCommand(args: string[]): Promise<number> {
-  const result = runCheck(args);
+  const result = args[0] === 'pods' ? await (await import('./check-pods.js')).runCheckPods(args.slice(1)) : runCheck(args);
   process.stdout.write(result.stdout);
   process.stderr.write(result.stderr);
   return result.code;

@@ -14,6 +14,7 @@ Commands:
                        pod will start (iptables rules, proxy, await hook, app), and the start-up
                        risks with their fixes.
   check cni            Check a node's CNI configuration for the Linkerd CNI plugin.
+  check pods           List running pods that should have the proxy and do not, or the reverse.
   inject [--manual] FILE|DIR|URL|- ...
                        Add Linkerd to Kubernetes manifests: the linkerd.io/inject annotation, or
                        with --manual the proxy itself, as 'linkerd inject' does.

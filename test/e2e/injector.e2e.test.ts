@@ -16,6 +16,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCheckPods, type PodsReport } from '../../src/cli/check-pods.js';
 import { runExplain, type Explanation } from '../../src/cli/explain.js';
 import { renderChart } from './support/chart.js';
 import { kubeRequest, startControlPlane, type ControlPlane } from './support/control-plane.js';
@@ -638,13 +639,21 @@ describe('with a real kube-apiserver', () => {
     }
   });
 
-  it('7. with the injector stopped, failurePolicy Ignore admits pods uninjected and Fail rejects them', async () => {
+  it('7. with the injector stopped, failurePolicy Ignore admits pods uninjected (which check pods then lists) and Fail rejects them', async () => {
     const url = injector.webhookUrl;
     expect(await injector.stop()).toBe(0);
     const t = Date.now();
     const admitted = await createPod('emojivoto', podSpec('while-down-ignore'));
     timings['create with injector down (Ignore)'] = Date.now() - t;
     expect(containerNames(admitted)).toEqual(['app']);
+    // check pods finds it, and it alone, among the namespace's pods: every other one is meshed or skipped as asked.
+    const checked = await runCheckPods(['--kubeconfig', cp.kubeconfigPath, '-n', 'emojivoto', '-o', 'json'], {});
+    expect(checked.code, checked.stderr).toBe(1);
+    const report = JSON.parse(checked.stdout) as PodsReport;
+    expect(report.pods.filter((p) => p.state === 'unmeshed_asked' || p.state === 'meshed_unasked')).toEqual([
+      expect.objectContaining({ name: 'while-down-ignore', state: 'unmeshed_asked', fix: 'create the pod again' }),
+    ]);
+    expect(report.counts.meshed).toBeGreaterThan(5);
 
     await setWebhook('Fail', url);
     const refusal = await eventually('failurePolicy Fail to apply', async () => {
