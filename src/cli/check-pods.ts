@@ -10,10 +10,76 @@ import { defaultValues, inject, injectAnnotationDecision, isObject, names, withT
 import type { CliResult } from './command-io.js';
 import { FAIL, WARN } from './report.js';
 
-/** What the pods of Linkerd's webhook selectors never reach the injector: these namespaces and labels are left out. */
-const UNSENT_NAMESPACES = new Set(['kube-system', 'cert-manager']);
-const UNSENT_NAMESPACE_LABEL = 'config.linkerd.io/admission-webhooks';
-const UNSENT_POD_LABELS = ['linkerd.io/control-plane-component', 'linkerd.io/cni-resource'];
+interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
+}
+
+/** A mutating webhook as far as the check reads it: which namespaces and objects it is sent. */
+interface Webhook {
+  name: string;
+  namespaceSelector?: LabelSelector;
+  objectSelector?: LabelSelector;
+  rules?: Array<{ operations?: string[]; resources?: string[] }>;
+}
+
+/** Linkerd's webhook selectors, which the chart keeps by default: assumed when no injector's webhook can be read. */
+const LINKERD_SELECTORS: Webhook = {
+  name: "Linkerd's default selectors",
+  namespaceSelector: {
+    matchExpressions: [
+      { key: 'config.linkerd.io/admission-webhooks', operator: 'NotIn', values: ['disabled'] },
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'cert-manager'] },
+    ],
+  },
+  objectSelector: {
+    matchExpressions: [
+      { key: 'linkerd.io/control-plane-component', operator: 'DoesNotExist' },
+      { key: 'linkerd.io/cni-resource', operator: 'DoesNotExist' },
+    ],
+  },
+};
+
+/** Whether labels match a selector as the API server matches them; no selector, or an empty one, matches all. */
+export function selects(selector: LabelSelector | undefined, labels: Readonly<Record<string, string>>): boolean {
+  for (const [key, value] of Object.entries(selector?.matchLabels ?? {})) if (labels[key] !== value) return false;
+  return (selector?.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
+    const has = Object.hasOwn(labels, key);
+    switch (operator) {
+      case 'In':
+        return has && values.includes(labels[key] as string);
+      case 'NotIn':
+        return !has || !values.includes(labels[key] as string);
+      case 'Exists':
+        return has;
+      case 'DoesNotExist':
+        return !has;
+      default:
+        // The API server refuses any other operator; a selector it would refuse selects nothing.
+        return false;
+    }
+  });
+}
+
+/** A webhook of a proxy injector, this project's (named `*.proxy-injector.io` by its chart) or Linkerd's, sent pods. */
+const isInjectorWebhook = (w: Webhook): boolean =>
+  (w.name === 'linkerd-proxy-injector.linkerd.io' || w.name.endsWith('.proxy-injector.io')) &&
+  (w.rules ?? []).some((r) => (r.resources ?? []).some((res) => res === 'pods' || res === '*') && (r.operations ?? []).some((op) => op === 'CREATE' || op === '*'));
+
+/**
+ * The proxy injectors' webhooks in the cluster, or Linkerd's selectors (with why) when none can be read: a pod is sent
+ * to an injector when any of them selects it.
+ */
+async function injectorWebhooks(client: ClusterConnection['client']): Promise<{ webhooks: Webhook[]; assumed?: string }> {
+  try {
+    const configs = await listAll<{ webhooks?: Webhook[] }>(client, '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', 'mutating webhook configurations');
+    const webhooks = configs.flatMap((c) => c.webhooks ?? []).filter(isInjectorWebhook);
+    if (webhooks.length > 0) return { webhooks };
+    return { webhooks: [LINKERD_SELECTORS], assumed: "no proxy injector's webhook is registered: Linkerd's default selectors are assumed" };
+  } catch (err) {
+    return { webhooks: [LINKERD_SELECTORS], assumed: `the webhooks could not be read (${apiErrorMessage(err)}): Linkerd's default selectors are assumed` };
+  }
+}
 
 export type PodState = 'meshed' | 'unmeshed_asked' | 'meshed_unasked' | 'skipped' | 'not_sent';
 
@@ -30,6 +96,10 @@ export interface PodAudit {
 
 export interface PodsReport {
   server: string;
+  /** The webhooks whose selectors say which pods reach an injector. */
+  webhooks: string[];
+  /** Why Linkerd's default selectors stand in for the cluster's, when they do. */
+  assumed?: string;
   pods: PodAudit[];
   counts: Record<PodState, number>;
 }
@@ -93,6 +163,7 @@ export async function auditPods(cluster: ClusterConnection, namespace?: string):
   } else {
     for (const ns of await listAll<{ metadata?: Meta }>(client, '/api/v1/namespaces', 'namespaces')) namespaces.set(ns.metadata?.name ?? '', ns.metadata ?? {});
   }
+  const { webhooks, assumed } = await injectorWebhooks(client);
   const path = namespace ? `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods` : '/api/v1/pods';
   const pods = await listAll<PodObject>(client, path, namespace ? `pods in ${namespace}` : 'pods');
   // Only the decision is read: the proxy is rendered with placeholder anchors and thrown away.
@@ -108,8 +179,10 @@ export async function auditPods(cluster: ClusterConnection, namespace?: string):
     const workload = workloadOf(pod);
     const base = { namespace: ns, name: meta.name ?? '', workload };
     let audit: PodAudit;
-    if (UNSENT_NAMESPACES.has(ns) || nsMeta.labels?.[UNSENT_NAMESPACE_LABEL] === 'disabled' || UNSENT_POD_LABELS.some((l) => meta.labels?.[l] !== undefined)) {
-      audit = { ...base, state: 'not_sent', why: "Linkerd's webhook selectors do not send it to the injector" };
+    // The API server labels every namespace with its name; a selector may use it.
+    const nsLabels = { 'kubernetes.io/metadata.name': ns, ...nsMeta.labels };
+    if (!webhooks.some((w) => selects(w.namespaceSelector, nsLabels) && selects(w.objectSelector, meta.labels ?? {}))) {
+      audit = { ...base, state: 'not_sent', why: "no proxy injector's webhook selects its namespace and labels" };
     } else if (hasProxy(pod)) {
       const decision = injectAnnotationDecision('webhook', meta.annotations ?? {}, nsMeta.annotations ?? {});
       audit = decision.disabled
@@ -137,7 +210,7 @@ export async function auditPods(cluster: ClusterConnection, namespace?: string):
     counts[audit.state]++;
     audits.push(audit);
   }
-  return { server: cluster.server, pods: audits, counts };
+  return { server: cluster.server, webhooks: webhooks.map((w) => w.name), ...(assumed && { assumed }), pods: audits, counts };
 }
 
 export const CHECK_PODS_HELP = `Usage: proxy-injector check pods [--kubeconfig FILE] [-n NAMESPACE] [-o text|json]
@@ -145,14 +218,15 @@ export const CHECK_PODS_HELP = `Usage: proxy-injector check pods [--kubeconfig F
 Lists the running pods that their namespace or pod template asks to mesh (linkerd.io/inject) but that have no
 proxy, and the meshed pods that nothing asks to mesh any more, each with how to make it again. Under
 failurePolicy Ignore the API server creates a pod without the proxy whenever the injector does not answer in
-time, and an annotation meshes only the pods created after it: this finds those pods. Pods that Linkerd's
-webhook selectors never send to an injector (kube-system, cert-manager, namespaces labelled
-config.linkerd.io/admission-webhooks=disabled, Linkerd's own) and finished pods are left out.
+time, and an annotation meshes only the pods created after it: this finds those pods. Pods that no proxy
+injector's webhook selects (its namespaceSelector and objectSelector, read from the cluster; Linkerd's
+defaults when they cannot be read) and finished pods are left out.
 
 Options:
   --kubeconfig FILE     cluster credentials (default: $KUBECONFIG, ~/.kube/config, or the in-cluster
                         service account)
-  -n, --namespace NS    this namespace only (default: all; needs list on pods and namespaces)
+  -n, --namespace NS    this namespace only (default: all; needs list on pods and namespaces, and on
+                        mutatingwebhookconfigurations)
   -o, --output FORMAT   text (default): one line per pod to act on; json: every pod with its state
   -h, --help            this help
 
@@ -196,7 +270,7 @@ export async function runCheckPods(argv: readonly string[], env: NodeJS.ProcessE
   }
   const ok = report.counts.unmeshed_asked === 0 && report.counts.meshed_unasked === 0;
   if (output === 'json') return { stdout: `${JSON.stringify(report, null, 2)}\n`, stderr: '', code: ok ? 0 : 1 };
-  const lines: string[] = [];
+  const lines: string[] = report.assumed ? [`${WARN} ${report.assumed}`] : [];
   for (const p of report.pods) {
     if (p.state !== 'unmeshed_asked' && p.state !== 'meshed_unasked') continue;
     const of = p.workload.kind === 'Pod' ? '' : ` (${p.workload.kind} ${p.workload.name})`;

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { auditPods, runCheckPods, type PodsReport } from '../../src/cli/check-pods.js';
+import { auditPods, runCheckPods, selects, type PodsReport } from '../../src/cli/check-pods.js';
 import { fakeApi } from '../cluster/fake-api.js';
 
 const ns = (name: string, annotations: Record<string, string> = {}, labels: Record<string, string> = {}) => ({ metadata: { name, annotations, labels } });
@@ -38,9 +38,17 @@ const PODS = [
   pod('meshed', 'linkerd-identity', { labels: { 'linkerd.io/control-plane-component': 'identity' } }),
 ];
 
-async function audit(namespace?: string): Promise<PodsReport> {
+const WEBHOOKS = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
+const POD_RULES = [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods', 'services'] }];
+
+async function audit(namespace?: string, webhooks?: unknown[]): Promise<PodsReport> {
   const api = await fakeApi({
-    lists: { '/api/v1/namespaces': NAMESPACES, '/api/v1/pods': PODS, '/api/v1/namespaces/meshed/pods': PODS.filter((p) => p.metadata.namespace === 'meshed') },
+    lists: {
+      '/api/v1/namespaces': NAMESPACES,
+      '/api/v1/pods': PODS,
+      '/api/v1/namespaces/meshed/pods': PODS.filter((p) => p.metadata.namespace === 'meshed'),
+      ...(webhooks && { [WEBHOOKS]: webhooks }),
+    },
     read: (path, res) => {
       const found = NAMESPACES.find((n) => path === `/api/v1/namespaces/${n.metadata.name}`);
       res.writeHead(found ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(found ?? { kind: 'Status', code: 404, message: 'not found' }));
@@ -70,6 +78,8 @@ describe('check pods', () => {
       'meshed/linkerd-identity': 'not_sent',
     });
     expect(report.counts).toEqual({ meshed: 1, unmeshed_asked: 3, meshed_unasked: 1, skipped: 2, not_sent: 3 });
+    // No injector's webhook registered here (the fake has no such list): Linkerd's selectors stand in, and it says so.
+    expect(report.assumed).toMatch(/Linkerd's default selectors are assumed$/);
     const byName = (name: string) => report.pods.find((p) => p.name === name);
     // The Deployment from its ReplicaSet's name and the pod's template hash; the remedy for each maker.
     expect(byName('web-old-x2')).toMatchObject({ workload: { kind: 'Deployment', name: 'web' }, fix: 'kubectl rollout restart deployment/web -n meshed' });
@@ -79,6 +89,44 @@ describe('check pods', () => {
     expect(byName('solo')?.why).toMatch(/though its pod template asks for it/);
     expect(byName('left')).toMatchObject({ fix: 'kubectl rollout restart daemonset/agent -n plain' });
     expect(byName('host')?.why).toBe('the injector would skip it: hostNetwork is enabled');
+  });
+
+  it("reads which pods reach an injector from the injectors' webhooks in the cluster", async () => {
+    const webhook = (name: string, extra: Record<string, unknown>) => ({ metadata: { name }, webhooks: [{ name, rules: POD_RULES, ...extra }] });
+    const report = await audit(undefined, [
+      // Another webhook of pods, not an injector's: not read.
+      webhook('policy.example.com', { namespaceSelector: { matchLabels: { nothing: 'matches' } } }),
+      // This project's, as its chart names it: every namespace but plain, and pods not labelled skip-mesh.
+      webhook('proxy-injector.mesh.proxy-injector.io', {
+        namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['plain'] }] },
+        objectSelector: { matchExpressions: [{ key: 'skip-mesh', operator: 'DoesNotExist' }] },
+      }),
+    ]);
+    expect(report.webhooks).toEqual(['proxy-injector.mesh.proxy-injector.io']);
+    expect(report.assumed).toBeUndefined();
+    const state = Object.fromEntries(report.pods.map((p) => [`${p.namespace}/${p.name}`, p.state]));
+    // plain is not selected now; kube-system and the Linkerd-labelled pod are, and are asked for by their namespace.
+    expect(state['plain/solo']).toBe('not_sent');
+    expect(state['plain/left']).toBe('not_sent');
+    expect(state['kube-system/coredns']).toBe('unmeshed_asked');
+    expect(state['meshed/linkerd-identity']).toBe('unmeshed_asked');
+    expect(state['opted-out/x']).toBe('unmeshed_asked');
+  });
+
+  it('matches label selectors as the API server does', () => {
+    const labels = { app: 'web', tier: 'front' };
+    expect(selects(undefined, labels)).toBe(true);
+    expect(selects({}, labels)).toBe(true);
+    expect(selects({ matchLabels: { app: 'web' } }, labels)).toBe(true);
+    expect(selects({ matchLabels: { app: 'db' } }, labels)).toBe(false);
+    expect(selects({ matchExpressions: [{ key: 'tier', operator: 'In', values: ['front', 'back'] }] }, labels)).toBe(true);
+    expect(selects({ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }, labels)).toBe(false);
+    expect(selects({ matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['front'] }] }, labels)).toBe(false);
+    expect(selects({ matchExpressions: [{ key: 'zone', operator: 'NotIn', values: ['a'] }] }, labels)).toBe(true);
+    expect(selects({ matchExpressions: [{ key: 'app', operator: 'Exists' }] }, labels)).toBe(true);
+    expect(selects({ matchExpressions: [{ key: 'app', operator: 'DoesNotExist' }] }, labels)).toBe(false);
+    expect(selects({ matchExpressions: [{ key: 'app', operator: 'Gt', values: ['1'] }] }, labels)).toBe(false);
+    expect(selects({ matchLabels: { app: 'web' }, matchExpressions: [{ key: 'zone', operator: 'Exists' }] }, labels)).toBe(false);
   });
 
   it('reads one namespace alone when asked', async () => {
@@ -101,10 +149,11 @@ describe('check pods', () => {
       const text = await runCheckPods(['--kubeconfig', kubeconfig], {});
       expect(text.code).toBe(1);
       const lines = text.stdout.trim().split('\n');
-      expect(lines).toHaveLength(5);
-      expect(lines[0]).toMatch(/^× meshed\/web-old-x2 \(Deployment web\): it has no proxy, .*; fix: kubectl rollout restart deployment\/web -n meshed$/);
-      expect(lines[3]).toMatch(/^‼ plain\/left \(DaemonSet agent\): it has the proxy, but neither its namespace nor its pod template asks for it any more/);
-      expect(lines[4]).toBe('10 running pods: 1 meshed as asked, 3 not meshed though asked, 1 meshed though no longer asked, 2 that the injector skips, 3 never sent to it');
+      expect(lines).toHaveLength(6);
+      expect(lines[0]).toMatch(/^‼ no proxy injector's webhook is registered: Linkerd's default selectors are assumed$/);
+      expect(lines[1]).toMatch(/^× meshed\/web-old-x2 \(Deployment web\): it has no proxy, .*; fix: kubectl rollout restart deployment\/web -n meshed$/);
+      expect(lines[4]).toMatch(/^‼ plain\/left \(DaemonSet agent\): it has the proxy, but neither its namespace nor its pod template asks for it any more/);
+      expect(lines[5]).toBe('10 running pods: 1 meshed as asked, 3 not meshed though asked, 1 meshed though no longer asked, 2 that the injector skips, 3 never sent to it');
       const json = await runCheckPods(['--kubeconfig', kubeconfig, '-o', 'json'], {});
       expect((JSON.parse(json.stdout) as PodsReport).pods).toHaveLength(10);
     } finally {
