@@ -100,14 +100,17 @@ export function eventFor(handled: HandledAdmission, request: AdmissionRequest, p
 }
 
 /**
- * The owner of a pod skipped because nobody asked to mesh it, when whether and what its InjectionSkipped event says
- * still depends on reading that owner: a StatefulSet or DaemonSet, whose own metadata its pods never show (see
- * OwnerResolver.withWorkloadInject). Undefined when the event can be decided now, or there is none to decide.
+ * The owner of a pod whose event still depends on reading that owner: a StatefulSet or DaemonSet, whose own metadata
+ * its pods never show (see OwnerResolver.withOwnMetadata), for the Injected event of an injected pod (which names proxy
+ * annotations left there) and the InjectionSkipped event of a pod nobody asked to mesh (whether there is one, and where
+ * the annotation goes). Undefined when the event can be decided now, or there is none to decide.
  */
 export function ownerToRead(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): ResolvedOwner | undefined {
   const owner = eventTarget(handled, request, policy);
-  if (!owner || handled.kind !== 'evaluated' || handled.result.outcome === 'injected') return undefined;
-  if (owner.misplacedInject !== undefined || (owner.apiKind !== 'StatefulSet' && owner.apiKind !== 'DaemonSet')) return undefined;
+  if (!owner || handled.kind !== 'evaluated') return undefined;
+  if (owner.misplacedInject !== undefined || owner.misplacedConfig !== undefined) return undefined;
+  if (owner.apiKind !== 'StatefulSet' && owner.apiKind !== 'DaemonSet') return undefined;
+  if (handled.result.outcome === 'injected') return owner;
   return handled.result.reasons.every((r) => r.code === 'injection_enable_annotation_absent') ? owner : undefined;
 }
 
@@ -265,7 +268,7 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
     const toRead = ownerToRead(handled, request, options.events);
     if (toRead && handled.kind === 'evaluated') {
       // Read after the pod was answered, and never failing: a workload that cannot be read gets the event it had.
-      void owners.withWorkloadInject(toRead).then((owner) => {
+      void owners.withOwnMetadata(toRead).then((owner) => {
         const event = eventFor({ ...handled, owner }, request, options.events);
         if (event) recorder.record(event);
       });

@@ -1,7 +1,7 @@
 /**
  * The workload that owns a pod, as Linkerd names it: pod → ReplicaSet → Deployment, Job → CronJob, others by kind.
  * ReplicaSets and Jobs are read once and remembered (all pods of one share it), with a bounded wait for each read;
- * StatefulSets and DaemonSets only for the events of pods skipped as unasked (see withWorkloadInject).
+ * StatefulSets and DaemonSets only for the events of their pods, after those are answered (see withOwnMetadata).
  */
 import type { V1OwnerReference } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -19,7 +19,7 @@ export interface ResolvedOwner extends Owner {
   /**
    * `linkerd.io/inject` as the workload carries it outside its pod template, where the injector never reads it: on a
    * Deployment's own metadata (copied to its ReplicaSets), a CronJob's jobTemplate metadata, a Job's or ReplicaSet's,
-   * and (once withWorkloadInject has read it) a StatefulSet's or DaemonSet's.
+   * and (once withOwnMetadata has read it) a StatefulSet's or DaemonSet's.
    */
   misplacedInject?: string;
   /**
@@ -124,14 +124,14 @@ export class OwnerResolver {
   }
 
   /**
-   * A StatefulSet or DaemonSet owner with its own `linkerd.io/inject` (`misplacedInject`), read through the same cache
-   * as ReplicaSets and Jobs; any other owner, or one that cannot be read, as it is. Such a workload owns its pods
-   * directly, so resolving their owner needs no read, and admission does not wait for this one: it is made only for
-   * the event of a pod skipped because nobody asked to mesh it, after the pod was answered.
+   * A StatefulSet or DaemonSet owner with its own `linkerd.io/inject` and proxy annotations (`misplacedInject`,
+   * `misplacedConfig`), read through the same cache as ReplicaSets and Jobs; any other owner, or one that cannot be
+   * read, as it is. Such a workload owns its pods directly, so resolving their owner needs no read, and admission does
+   * not wait for this one: it is made only for the events of its pods, after they were answered.
    */
-  async withWorkloadInject(owner: ResolvedOwner): Promise<ResolvedOwner> {
+  async withOwnMetadata(owner: ResolvedOwner): Promise<ResolvedOwner> {
     const kind = DIRECT_OWNERS.get(`${owner.apiVersion} ${owner.apiKind}`);
-    if (kind === undefined || owner.misplacedInject !== undefined) return owner;
+    if (kind === undefined || owner.misplacedInject !== undefined || owner.misplacedConfig !== undefined) return owner;
     try {
       const record = await this.ownersOf(kind, owner.namespace, owner.name, owner.uid ?? '');
       return record ? withMisplaced(owner, record) : owner;

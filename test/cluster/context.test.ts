@@ -102,7 +102,7 @@ describe('eventFor', () => {
     expect(await event(enabled(), { policy: 'none' })).toBeUndefined();
   });
 
-  it("a StatefulSet's or DaemonSet's event on a pod nobody asked to mesh waits for the workload to be read; no other does", async () => {
+  it("a StatefulSet's or DaemonSet's event on a pod injected, or nobody asked to mesh, waits for the workload to be read; no other does", async () => {
     const statefulSet: ResolvedOwner = { kind: 'statefulset', name: 'db', apiKind: 'StatefulSet', apiVersion: 'apps/v1', namespace: 'shop', uid: 'u' };
     const daemonSet: ResolvedOwner = { ...statefulSet, kind: 'daemonset', name: 'agent', apiKind: 'DaemonSet' };
     const toRead = async (object: Record<string, unknown>, opts: EventOptions) => {
@@ -115,10 +115,15 @@ describe('eventFor', () => {
     expect((await event(pod(), { owner: { ...statefulSet, misplacedInject: 'enabled' } }))?.message).toMatch(
       /is on the StatefulSet's own metadata, which the injector never reads \(it sees only the pods\): move it to spec\.template\.metadata\.annotations$/,
     );
-    // Nothing to read: the owner read already, another kind, a pod injected or skipped for another reason, no event.
+    expect(await toRead(enabled(), { owner: statefulSet })).toBe(statefulSet);
+    expect((await event(enabled(), { owner: { ...statefulSet, misplacedConfig: ['config.linkerd.io/proxy-cpu-limit'] } }))?.message).toMatch(
+      /^Linkerd sidecar proxy injected; config\.linkerd\.io\/proxy-cpu-limit is on the StatefulSet's own metadata/,
+    );
+    // Nothing to read: the owner read already, another kind, a pod skipped for another reason, no event.
     expect(await toRead(pod(), { owner: { ...statefulSet, misplacedInject: 'disabled' } })).toBeUndefined();
+    expect(await toRead(enabled(), { owner: { ...statefulSet, misplacedConfig: ['config.linkerd.io/proxy-cpu-limit'] } })).toBeUndefined();
     expect(await toRead(pod(), { owner: deployment })).toBeUndefined();
-    expect(await toRead(enabled(), { owner: statefulSet })).toBeUndefined();
+    expect(await toRead(enabled(), { owner: deployment })).toBeUndefined();
     const optedOut = pod({ annotations: { 'linkerd.io/inject': 'disabled' } });
     expect(await toRead(optedOut, { owner: statefulSet, ns: { 'linkerd.io/inject': 'enabled' } })).toBeUndefined();
     expect(await toRead(pod(), { owner: statefulSet, policy: 'none' })).toBeUndefined();

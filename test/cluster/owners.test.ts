@@ -129,12 +129,13 @@ describe('OwnerResolver', () => {
     expect((await new OwnerResolver(lookup(owners), silent).resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop')).misplacedInject).toBeUndefined();
   });
 
-  it("reads a StatefulSet's or DaemonSet's own linkerd.io/inject only when asked, through the same cache, and never fails", async () => {
+  it("reads a StatefulSet's or DaemonSet's own linkerd.io/inject and proxy annotations only when asked, through the same cache, and never fails", async () => {
     const calls: string[] = [];
     const annotated: OwnerLookup = {
       async ownersOf(kind, namespace, name) {
         calls.push(`${kind}/${namespace}/${name}`);
         if (name === 'down') throw Object.assign(new Error('etcd unavailable'), { code: 503 });
+        if (name === 'tuned') return { owners: [], config: ['config.linkerd.io/proxy-cpu-limit'] };
         return { owners: [], ...(name !== 'plain' && { inject: name === 'off' ? 'disabled' : 'enabled' }) };
       },
     };
@@ -145,28 +146,30 @@ describe('OwnerResolver', () => {
     expect(calls).toEqual([]);
     expect(db.misplacedInject).toBeUndefined();
 
-    expect((await resolver.withWorkloadInject(db)).misplacedInject).toBe('enabled');
-    expect((await resolver.withWorkloadInject(db)).misplacedInject).toBe('enabled');
-    expect((await resolver.withWorkloadInject(agent)).misplacedInject).toBe('enabled');
+    expect((await resolver.withOwnMetadata(db)).misplacedInject).toBe('enabled');
+    expect((await resolver.withOwnMetadata(db)).misplacedInject).toBe('enabled');
+    expect((await resolver.withOwnMetadata(agent)).misplacedInject).toBe('enabled');
     expect(calls).toEqual(['StatefulSet/shop/db', 'DaemonSet/shop/agent']);
     const off = await resolver.resolve(podOwnedBy(ref('StatefulSet', 'off')), 'shop');
-    expect((await resolver.withWorkloadInject(off)).misplacedInject).toBe('disabled');
+    expect((await resolver.withOwnMetadata(off)).misplacedInject).toBe('disabled');
     const plain = await resolver.resolve(podOwnedBy(ref('StatefulSet', 'plain')), 'shop');
-    expect(await resolver.withWorkloadInject(plain)).toEqual(plain);
+    expect(await resolver.withOwnMetadata(plain)).toEqual(plain);
+    const tuned = await resolver.resolve(podOwnedBy(ref('DaemonSet', 'tuned')), 'shop');
+    expect(await resolver.withOwnMetadata(tuned)).toEqual({ ...tuned, misplacedConfig: ['config.linkerd.io/proxy-cpu-limit'] });
 
     // Unreadable: the owner as it was, read again next time.
     const down = await resolver.resolve(podOwnedBy(ref('DaemonSet', 'down')), 'shop');
-    expect(await resolver.withWorkloadInject(down)).toEqual(down);
-    expect(await resolver.withWorkloadInject(down)).toEqual(down);
+    expect(await resolver.withOwnMetadata(down)).toEqual(down);
+    expect(await resolver.withOwnMetadata(down)).toEqual(down);
     expect(calls.filter((c) => c.endsWith('/down'))).toHaveLength(2);
 
     // Other owners are never read here: a ReplicaSet's or Job's was read when the pod's owner was resolved, and a kind
     // of another API group is not one of the two, whatever its name.
     calls.length = 0;
     const rollout = await resolver.resolve(podOwnedBy(ref('Rollout', 'canary', 'argoproj.io/v1alpha1')), 'shop');
-    expect(await resolver.withWorkloadInject(rollout)).toEqual(rollout);
+    expect(await resolver.withOwnMetadata(rollout)).toEqual(rollout);
     const foreign = await resolver.resolve(podOwnedBy(ref('StatefulSet', 'kruise', 'apps.kruise.io/v1beta1')), 'shop');
-    expect(await resolver.withWorkloadInject(foreign)).toEqual(foreign);
+    expect(await resolver.withOwnMetadata(foreign)).toEqual(foreign);
     expect(calls).toEqual([]);
   });
 

@@ -523,19 +523,31 @@ describe('with a real kube-apiserver', () => {
       );
     }
 
-    // Injected, but with a proxy setting left on the Deployment's own metadata: the Injected event names it, and the
+    // Injected, but with a proxy setting left on the workload's own metadata: the Injected event names it, and the
     // proxy indeed runs without it.
     await apps.createNamespacedDeployment({
       namespace: 'emojivoto',
       body: { metadata: { name: 'misplaced-config', annotations: { 'config.linkerd.io/proxy-cpu-limit': '3' } }, spec: { replicas: 1, ...spec('misplaced-config') } },
     });
-    const injected = await eventually('the Injected event on the Deployment', async () =>
-      (await eventsFor('emojivoto', 'Deployment', 'misplaced-config')).find((e) => e.reason === 'Injected'),
-    );
-    expect(injected.message).toBe(
-      "Linkerd sidecar proxy injected; config.linkerd.io/proxy-cpu-limit is on the Deployment's own metadata, which the " +
-        'injector never reads (it sees only the pods), so the proxy runs without it: move it to spec.template.metadata.annotations',
-    );
+    await apps.createNamespacedStatefulSet({
+      namespace: 'emojivoto',
+      body: {
+        metadata: { name: 'misplaced-config-db', annotations: { 'config.linkerd.io/proxy-cpu-limit': '3' } },
+        spec: { replicas: 1, serviceName: 'misplaced-config-db', ...spec('misplaced-config-db') },
+      },
+    });
+    for (const kind of ['Deployment', 'StatefulSet']) {
+      const name = kind === 'Deployment' ? 'misplaced-config' : 'misplaced-config-db';
+      const injected = await eventually(`the Injected event on the ${kind}`, async () =>
+        (await eventsFor('emojivoto', kind, name)).find((e) => e.reason === 'Injected'),
+      );
+      expect(injected.message).toBe(
+        `Linkerd sidecar proxy injected; config.linkerd.io/proxy-cpu-limit is on the ${kind}'s own metadata, which the ` +
+          'injector never reads (it sees only the pods), so the proxy runs without it: move it to spec.template.metadata.annotations',
+      );
+    }
+    const db = await eventually('the pod of misplaced-config-db', async () => (await core.listNamespacedPod({ namespace: 'emojivoto', labelSelector: 'app=misplaced-config-db' })).items[0]);
+    injectedPods.push({ namespace: 'emojivoto', name: db.metadata?.name ?? '' });
     const pod = await eventually('the pod of misplaced-config', async () => (await core.listNamespacedPod({ namespace: 'emojivoto', labelSelector: 'app=misplaced-config' })).items[0]);
     injectedPods.push({ namespace: 'emojivoto', name: pod.metadata?.name ?? '' });
     const proxy = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].find((c) => c.name === 'linkerd-proxy');
