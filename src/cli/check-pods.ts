@@ -5,7 +5,7 @@
  * annotation added to a namespace or template meshes only the pods created after it. This finds both.
  */
 import { parseArgs } from 'node:util';
-import { apiErrorMessage, connectToCluster, listAll, type ClusterConnection } from '../cluster/index.js';
+import { apiErrorMessage, connectToCluster, listAll, listPages, type ClusterConnection } from '../cluster/index.js';
 import { defaultValues, inject, injectAnnotationDecision, isObject, names, withTrustAnchors, type InjectorConfig } from '../engine/index.js';
 import type { CliResult } from './command-io.js';
 import { FAIL, WARN } from './report.js';
@@ -153,6 +153,42 @@ function remedy(workload: { kind: string; name: string }, namespace: string): st
 
 const asked = (at: string): string => (at === 'namespace' ? 'its namespace asks for it' : 'its pod template asks for it');
 
+/** What is said of one pod; undefined for a pod that has finished or is going. */
+function auditPod(pod: PodObject, namespaces: ReadonlyMap<string, Meta>, webhooks: readonly Webhook[], config: InjectorConfig): PodAudit | undefined {
+  const meta = pod.metadata ?? {};
+  if (meta.deletionTimestamp || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return undefined;
+  const ns = meta.namespace ?? '';
+  const nsMeta = namespaces.get(ns) ?? {};
+  const workload = workloadOf(pod);
+  const base = { namespace: ns, name: meta.name ?? '', workload };
+  // The API server labels every namespace with its name; a selector may use it.
+  const nsLabels = { 'kubernetes.io/metadata.name': ns, ...nsMeta.labels };
+  if (!webhooks.some((w) => selects(w.namespaceSelector, nsLabels) && selects(w.objectSelector, meta.labels ?? {}))) {
+    return { ...base, state: 'not_sent', why: "no proxy injector's webhook selects its namespace and labels" };
+  }
+  if (hasProxy(pod)) {
+    const decision = injectAnnotationDecision('webhook', meta.annotations ?? {}, nsMeta.annotations ?? {});
+    return decision.disabled
+      ? {
+          ...base,
+          state: 'meshed_unasked',
+          why: 'it has the proxy, but neither its namespace nor its pod template asks for it any more: it keeps the proxy until it is made again',
+          fix: remedy(workload, ns),
+        }
+      : { ...base, state: 'meshed', why: `it has the proxy, and ${asked(decision.at)}` };
+  }
+  const result = inject({ object: { apiVersion: 'v1', kind: 'Pod', ...pod }, kind: 'Pod', namespace: ns, namespaceAnnotations: nsMeta.annotations ?? {}, origin: 'webhook', config });
+  if (result.outcome !== 'injected') return { ...base, state: 'skipped', why: `the injector would skip it: ${result.reasons.map((r) => r.text).join(', ')}` };
+  return {
+    ...base,
+    state: 'unmeshed_asked',
+    why:
+      `it has no proxy, though ${asked(result.annotationAt)}: it was created while the injector did not answer (the ` +
+      "webhook's failurePolicy Ignore lets the pod through without it), before the annotation, or before the injector was installed",
+    fix: remedy(workload, ns),
+  };
+}
+
 /** Audits every running pod against what its namespace and template ask now, as the webhook would read them. */
 export async function auditPods(cluster: ClusterConnection, namespace?: string): Promise<PodsReport> {
   const client = cluster.client;
@@ -165,50 +201,18 @@ export async function auditPods(cluster: ClusterConnection, namespace?: string):
   }
   const { webhooks, assumed } = await injectorWebhooks(client);
   const path = namespace ? `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods` : '/api/v1/pods';
-  const pods = await listAll<PodObject>(client, path, namespace ? `pods in ${namespace}` : 'pods');
   // Only the decision is read: the proxy is rendered with placeholder anchors and thrown away.
   const config: InjectorConfig = { values: withTrustAnchors(defaultValues(), 'unused: check pods renders no proxy it keeps'), controlPlaneNamespace: 'linkerd' };
   const counts: Record<PodState, number> = { meshed: 0, unmeshed_asked: 0, meshed_unasked: 0, skipped: 0, not_sent: 0 };
   const audits: PodAudit[] = [];
-  for (const pod of pods) {
-    const meta = pod.metadata ?? {};
-    // Finished or going: nothing to mesh any more.
-    if (meta.deletionTimestamp || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') continue;
-    const ns = meta.namespace ?? '';
-    const nsMeta = namespaces.get(ns) ?? {};
-    const workload = workloadOf(pod);
-    const base = { namespace: ns, name: meta.name ?? '', workload };
-    let audit: PodAudit;
-    // The API server labels every namespace with its name; a selector may use it.
-    const nsLabels = { 'kubernetes.io/metadata.name': ns, ...nsMeta.labels };
-    if (!webhooks.some((w) => selects(w.namespaceSelector, nsLabels) && selects(w.objectSelector, meta.labels ?? {}))) {
-      audit = { ...base, state: 'not_sent', why: "no proxy injector's webhook selects its namespace and labels" };
-    } else if (hasProxy(pod)) {
-      const decision = injectAnnotationDecision('webhook', meta.annotations ?? {}, nsMeta.annotations ?? {});
-      audit = decision.disabled
-        ? {
-            ...base,
-            state: 'meshed_unasked',
-            why: 'it has the proxy, but neither its namespace nor its pod template asks for it any more: it keeps the proxy until it is made again',
-            fix: remedy(workload, ns),
-          }
-        : { ...base, state: 'meshed', why: `it has the proxy, and ${asked(decision.at)}` };
-    } else {
-      const result = inject({ object: { apiVersion: 'v1', kind: 'Pod', ...pod }, kind: 'Pod', namespace: ns, namespaceAnnotations: nsMeta.annotations ?? {}, origin: 'webhook', config });
-      audit =
-        result.outcome === 'injected'
-          ? {
-              ...base,
-              state: 'unmeshed_asked',
-              why:
-                `it has no proxy, though ${asked(result.annotationAt)}: it was created while the injector did not answer (the ` +
-                "webhook's failurePolicy Ignore lets the pod through without it), before the annotation, or before the injector was installed",
-              fix: remedy(workload, ns),
-            }
-          : { ...base, state: 'skipped', why: `the injector would skip it: ${result.reasons.map((r) => r.text).join(', ')}` };
+  // Page by page: only what is said of each pod is kept, not the pod.
+  for await (const page of listPages<PodObject>(client, path, namespace ? `pods in ${namespace}` : 'pods')) {
+    for (const pod of page) {
+      const audit = auditPod(pod, namespaces, webhooks, config);
+      if (!audit) continue;
+      counts[audit.state]++;
+      audits.push(audit);
     }
-    counts[audit.state]++;
-    audits.push(audit);
   }
   return { server: cluster.server, webhooks: webhooks.map((w) => w.name), ...(assumed && { assumed }), pods: audits, counts };
 }

@@ -11,7 +11,7 @@ export {
   type InjectorContext,
 } from './context.js';
 export { connectToCluster, type ClusterConnection } from './kubeconfig.js';
-export { listAll } from './list.js';
+export { listAll, listPages } from './list.js';
 export { apiErrorMessage } from './api.js';
 export { FileConfigSource, type FileConfigOptions } from './config-files.js';
 export type { ConfigSource } from './config-source.js';

@@ -12,11 +12,12 @@ const PAGE_SIZE = 500;
 const MAX_PAGES = 2000;
 
 /**
- * Every object of the collection at `path` (e.g. /api/v1/pods), read in pages of 500; each page must arrive within
- * `timeoutMs`. Throws what the client throws (an ApiError with the server's status) or when the pages do not end.
+ * The objects of the collection at `path` (e.g. /api/v1/pods), a page of up to 500 at a time, so that a caller can be
+ * done with each page before the next is read: a large cluster's pods, managed fields and all, are hundreds of
+ * megabytes at once. Each page must arrive within `timeoutMs`. Throws what the client throws (an ApiError with the
+ * server's status) or when the pages do not end.
  */
-export async function listAll<T>(client: ApiClient, path: string, what: string, timeoutMs = 60_000): Promise<T[]> {
-  const items: T[] = [];
+export async function* listPages<T>(client: ApiClient, path: string, what: string, timeoutMs = 60_000): AsyncGenerator<T[]> {
   let next: string | undefined;
   let pages = 0;
   do {
@@ -24,8 +25,14 @@ export async function listAll<T>(client: ApiClient, path: string, what: string, 
     const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
     if (next) query.set('continue', next);
     const page = await client.request<Page<T>>('GET', `${path}?${query.toString()}`, { what: `listing ${what}`, timeoutMs });
-    items.push(...(page.items ?? []));
+    yield page.items ?? [];
     next = page.metadata?.continue || undefined;
   } while (next);
+}
+
+/** Every object of the collection at `path`, read as listPages reads it. */
+export async function listAll<T>(client: ApiClient, path: string, what: string, timeoutMs = 60_000): Promise<T[]> {
+  const items: T[] = [];
+  for await (const page of listPages<T>(client, path, what, timeoutMs)) items.push(...page);
   return items;
 }
