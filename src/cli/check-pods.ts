@@ -207,7 +207,7 @@ export async function auditPods(cluster: ClusterConnection, namespace?: string):
   const audits: PodAudit[] = [];
   // Page by page: only what is said of each pod is kept, not the pod.
   for await (const page of listPages<PodObject>(client, path, namespace ? `pods in ${namespace}` : 'pods')) {
-    for (const pod of page) {
+    for (const pod of page.items) {
       const audit = auditPod(pod, namespaces, webhooks, config);
       if (!audit) continue;
       counts[audit.state]++;

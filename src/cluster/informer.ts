@@ -9,21 +9,12 @@
 import type { Logger } from 'pino';
 import { apiErrorMessage } from './api.js';
 import { ApiError, type ApiClient, type WatchEvent, type WatchHandle } from './client.js';
+import { listPages } from './list.js';
 
 /** What the cache needs of an object. */
 export interface KubeObject {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
 }
-
-interface ObjectList<T> {
-  metadata?: { resourceVersion?: string; continue?: string };
-  items?: T[];
-}
-
-/** Objects per page of a list: a large cluster's namespaces arrive in parts rather than as one huge answer. */
-const PAGE_SIZE = 500;
-/** Most pages of one list, so that a server that keeps answering "continue" cannot keep us listing forever. */
-const MAX_PAGES = 2000;
 
 export interface InformerOptions<T extends KubeObject> {
   /** For logs and metrics, e.g. "namespaces". */
@@ -138,16 +129,12 @@ export class ResilientInformer<T extends KubeObject> {
     const fresh = new Map<string, T>();
     let resourceVersion = '';
     try {
-      let next: string | undefined;
-      let pages = 0;
-      do {
-        if (++pages > MAX_PAGES) throw new Error(`listing ${o.name}: more than ${MAX_PAGES} pages`);
-        const page = await o.client.request<ObjectList<T>>('GET', this.url(false, next), { what: `listing ${o.name}`, timeoutMs: o.listTimeoutMs ?? 60_000 });
+      const params = o.fieldSelector ? { fieldSelector: o.fieldSelector } : undefined;
+      for await (const page of listPages<T>(o.client, o.path, o.name, { timeoutMs: o.listTimeoutMs ?? 60_000, ...(params && { params }) })) {
         if (id !== this.runId) return;
-        for (const item of page.items ?? []) fresh.set(keyOf(item.metadata?.namespace, item.metadata?.name), o.keep ? o.keep(item) : item);
-        resourceVersion = page.metadata?.resourceVersion ?? '';
-        next = page.metadata?.continue || undefined;
-      } while (next);
+        for (const item of page.items) fresh.set(keyOf(item.metadata?.namespace, item.metadata?.name), o.keep ? o.keep(item) : item);
+        resourceVersion = page.resourceVersion;
+      }
     } catch (err) {
       if (id === this.runId) this.retry(err);
       return;
@@ -165,30 +152,24 @@ export class ResilientInformer<T extends KubeObject> {
     this.openWatch(id);
   }
 
-  /** The list's URL (from `continueFrom` for a further page), or the watch's. */
-  private url(watch: boolean, continueFrom?: string): string {
+  /** The watch's URL, from the resourceVersion of the last list or event. */
+  private watchUrl(): string {
     const query = new URLSearchParams();
     if (this.options.fieldSelector) query.set('fieldSelector', this.options.fieldSelector);
-    if (!watch) {
-      query.set('limit', String(PAGE_SIZE));
-      if (continueFrom) query.set('continue', continueFrom);
-    } else {
-      query.set('watch', 'true');
-      query.set('resourceVersion', this.resourceVersion);
-      query.set('allowWatchBookmarks', 'true');
-      // The server ends the watch after 5 to 10 minutes, as client-go asks, so that a connection lost without a word
-      // costs at most that long even before the watchdog.
-      query.set('timeoutSeconds', String(300 + Math.floor(Math.random() * 300)));
-    }
-    const q = query.toString();
-    return q === '' ? this.options.path : `${this.options.path}?${q}`;
+    query.set('watch', 'true');
+    query.set('resourceVersion', this.resourceVersion);
+    query.set('allowWatchBookmarks', 'true');
+    // The server ends the watch after 5 to 10 minutes, as client-go asks, so that a connection lost without a word
+    // costs at most that long even before the watchdog.
+    query.set('timeoutSeconds', String(300 + Math.floor(Math.random() * 300)));
+    return `${this.options.path}?${query.toString()}`;
   }
 
   private openWatch(id: number): void {
     const o = this.options;
     const opened = Date.now();
     let events = 0;
-    this.watch = o.client.watch(this.url(true), {
+    this.watch = o.client.watch(this.watchUrl(), {
       onOpen: () => {
         this.touch();
         if (this.failingSince !== undefined) {

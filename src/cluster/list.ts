@@ -1,14 +1,27 @@
-/** One-shot reads of whole collections, page by page, for the command line. */
+/** Whole collections read page by page: the caches' lists, and the command line's. */
 import type { ApiClient } from './client.js';
 
-interface Page<T> {
-  metadata?: { continue?: string };
+interface ObjectList<T> {
+  metadata?: { resourceVersion?: string; continue?: string };
   items?: T[];
 }
 
-/** Objects asked for per page, as the caches ask. */
+/** One page of a list: its objects, and the list's resourceVersion as that page gives it. */
+export interface ListPage<T> {
+  items: T[];
+  resourceVersion: string;
+}
+
+export interface ListOptions {
+  /** Longest one page may take (default 60 s). */
+  timeoutMs?: number;
+  /** Further query parameters, e.g. a fieldSelector. */
+  params?: Record<string, string>;
+}
+
+/** Objects per page: a large cluster's namespaces or pods arrive in parts rather than as one huge answer. */
 const PAGE_SIZE = 500;
-/** Most pages read: a server that keeps answering "continue" cannot keep the command listing for ever. */
+/** Most pages of one list, so that a server that keeps answering "continue" cannot keep us listing for ever. */
 const MAX_PAGES = 2000;
 
 /**
@@ -17,22 +30,23 @@ const MAX_PAGES = 2000;
  * megabytes at once. Each page must arrive within `timeoutMs`. Throws what the client throws (an ApiError with the
  * server's status) or when the pages do not end.
  */
-export async function* listPages<T>(client: ApiClient, path: string, what: string, timeoutMs = 60_000): AsyncGenerator<T[]> {
+export async function* listPages<T>(client: ApiClient, path: string, what: string, options: ListOptions = {}): AsyncGenerator<ListPage<T>> {
   let next: string | undefined;
   let pages = 0;
   do {
     if (++pages > MAX_PAGES) throw new Error(`listing ${what}: more than ${MAX_PAGES} pages`);
-    const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
+    const query = new URLSearchParams(options.params);
+    query.set('limit', String(PAGE_SIZE));
     if (next) query.set('continue', next);
-    const page = await client.request<Page<T>>('GET', `${path}?${query.toString()}`, { what: `listing ${what}`, timeoutMs });
-    yield page.items ?? [];
+    const page = await client.request<ObjectList<T>>('GET', `${path}?${query.toString()}`, { what: `listing ${what}`, timeoutMs: options.timeoutMs ?? 60_000 });
+    yield { items: page.items ?? [], resourceVersion: page.metadata?.resourceVersion ?? '' };
     next = page.metadata?.continue || undefined;
   } while (next);
 }
 
 /** Every object of the collection at `path`, read as listPages reads it. */
-export async function listAll<T>(client: ApiClient, path: string, what: string, timeoutMs = 60_000): Promise<T[]> {
+export async function listAll<T>(client: ApiClient, path: string, what: string, options: ListOptions = {}): Promise<T[]> {
   const items: T[] = [];
-  for await (const page of listPages<T>(client, path, what, timeoutMs)) items.push(...page);
+  for await (const page of listPages<T>(client, path, what, options)) items.push(...page.items);
   return items;
 }

@@ -24,10 +24,25 @@ describe('listPages and listAll', () => {
   it('reads page after page by the continue token, 500 at a time, and yields each as it comes', async () => {
     const paths: string[] = [];
     const seen: string[][] = [];
-    for await (const page of listPages<string>(paged([['a', 'b'], ['c'], ['d']], paths), '/api/v1/pods', 'pods')) seen.push(page);
+    for await (const page of listPages<string>(paged([['a', 'b'], ['c'], ['d']], paths), '/api/v1/pods', 'pods')) seen.push(page.items);
     expect(seen).toEqual([['a', 'b'], ['c'], ['d']]);
     expect(paths).toEqual(['/api/v1/pods?limit=500', '/api/v1/pods?limit=500&continue=1', '/api/v1/pods?limit=500&continue=2']);
     expect(await listAll<string>(paged([['a'], [], ['b']]), '/api/v1/pods', 'pods')).toEqual(['a', 'b']);
+  });
+
+  it("passes further parameters before its own, and gives each page's resourceVersion", async () => {
+    const paths: string[] = [];
+    const client: ApiClient = {
+      ...paged([]),
+      request: async <T>(_method: string, path: string) => {
+        paths.push(path);
+        return { items: ['x'], metadata: { resourceVersion: '42' } } as T;
+      },
+    };
+    const pages = [];
+    for await (const page of listPages<string>(client, '/api/v1/namespaces', 'namespaces', { params: { fieldSelector: 'metadata.name=shop' } })) pages.push(page);
+    expect(pages).toEqual([{ items: ['x'], resourceVersion: '42' }]);
+    expect(paths).toEqual(['/api/v1/namespaces?fieldSelector=metadata.name%3Dshop&limit=500']);
   });
 
   it('stops a server that never stops saying continue', async () => {
