@@ -21,6 +21,7 @@ import {
   type PodSecurityDefaults,
   objectsIn,
   stringMap,
+  templateAnnotationsPath,
   type Container,
   type PodSpec,
 } from '../engine/index.js';
@@ -301,7 +302,7 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
   };
   // Annotations on a workload's own metadata, where the injector never looks (it sees the pods): said, with where they go.
   const misplaced = located.prefix === '' ? [] : misplacedAnnotations(object, own);
-  const templatePath = `${located.prefix.slice(1).replaceAll('/', '.')}.metadata.annotations`;
+  const templatePath = templateAnnotationsPath(kind);
   // When the pod is skipped for want of linkerd.io/inject and the workload carries it, the fix says where it goes.
   const moveInject = misplaced.includes(INJECT_ANNOTATION) && result.reasons.some((r) => r.code === 'injection_enable_annotation_absent');
   for (const key of misplaced) {

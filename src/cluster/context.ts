@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { AdmissionRequest, AdmissionSources, HandledAdmission } from '../admission/index.js';
-import { names, podSecurityLabels, type PodSecurityDefaults, type StartupRisk } from '../engine/index.js';
+import { isWorkloadKind, names, podSecurityLabels, templateAnnotationsPath, type PodSecurityDefaults, type StartupRisk } from '../engine/index.js';
 import { FileConfigSource } from './config-files.js';
 import type { ConfigSource } from './config-source.js';
 import type { PendingEvent } from './events.js';
@@ -127,9 +127,9 @@ function misplacedInjectText(owner: ResolvedOwner): string | undefined {
 
 /** Where a workload's annotations are that its pods never show, and where they would reach the pods. */
 function placesOf(owner: ResolvedOwner): { where: string; belongs: string } {
-  return owner.apiKind === 'CronJob'
-    ? { where: "the CronJob's jobTemplate metadata", belongs: 'spec.jobTemplate.spec.template.metadata.annotations' }
-    : { where: `the ${owner.apiKind}'s own metadata`, belongs: 'spec.template.metadata.annotations' };
+  // A CronJob's are read from its Jobs, which carry what its jobTemplate's metadata says.
+  const where = owner.apiKind === 'CronJob' ? "the CronJob's jobTemplate metadata" : `the ${owner.apiKind}'s own metadata`;
+  return { where, belongs: templateAnnotationsPath(isWorkloadKind(owner.kind) ? owner.kind : 'deployment') };
 }
 
 /**

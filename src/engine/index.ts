@@ -29,7 +29,7 @@ export type { WorkloadKind } from './workload.js';
 export * as names from './names.js';
 export { copyPlain, isObject, objectsIn, setOwn } from './k8s.js';
 export type { Container, Json, PodSpec } from './k8s.js';
-export { isWorkloadKind, mapValue, objectName, stringMap } from './workload.js';
+export { isWorkloadKind, mapValue, objectName, stringMap, templateAnnotationsPath } from './workload.js';
 export { addMapEntries, compareCodeUnits } from './patch.js';
 export { parseGoDuration } from './parsers.js';
 export { INBOUND_POLICIES, OVERRIDE_RULES, overrideRule, refusal } from './override-rules.js';

@@ -22,6 +22,12 @@ export function templatePrefix(kind: WorkloadKind): string {
   return '/spec/template';
 }
 
+/** Where a kind's pods take their annotations from, as a dotted path: `spec.template.metadata.annotations`. */
+export function templateAnnotationsPath(kind: WorkloadKind): string {
+  const prefix = templatePrefix(kind);
+  return prefix === '' ? 'metadata.annotations' : `${prefix.slice(1).replaceAll('/', '.')}.metadata.annotations`;
+}
+
 export function isWorkloadKind(kind: string): kind is WorkloadKind {
   return (WORKLOAD_KINDS as readonly string[]).includes(kind);
 }
