@@ -35,6 +35,7 @@ export { parseGoDuration } from './parsers.js';
 export { INBOUND_POLICIES, OVERRIDE_RULES, overrideRule, refusal } from './override-rules.js';
 export type { OverrideRule, ParseContext, Parsed } from './override-rules.js';
 export { startupRisks, riskWarning, runAsUser } from './risks.js';
+export { parseKubernetesVersion, serverVersionOf, versionText, type KubernetesVersion } from './kubernetes-version.js';
 export { quotaRisks } from './quota.js';
 export { POD_SECURITY_LEVELS, podSecurityLabels, type PodSecurityDefaults } from './pod-security.js';
 export type { ResourceConstraints } from './quota.js';

@@ -18,6 +18,7 @@ import {
 import { firstContainer, report, type AnnotationAt, type Origin, type SkipReason } from './decision.js';
 import { covers, emptyMetadata, hasItems, hasKeys, isObject, objectsIn, type Container, type Json, type PodSpec, type PodTemplate, type ServicePort } from './k8s.js';
 import { applyOverrides, inheritedNamespaceAnnotations } from './overrides.js';
+import type { KubernetesVersion } from './kubernetes-version.js';
 import { add, addMapEntries, opaquePortsAnnotationPatch, type AddOperation } from './patch.js';
 import { defaultOpaquePortsForPod, defaultOpaquePortsForService, inboundPorts, namedPorts } from './ports.js';
 import {
@@ -83,6 +84,8 @@ export interface PodPatchInput {
   namespaceLabels?: Record<string, string> | undefined;
   /** The namespace's ResourceQuotas and LimitRanges, when known: they may refuse the containers the patch adds. */
   resourceConstraints?: ResourceConstraints | undefined;
+  /** The API server's release, when known: one without native sidecars refuses a pod whose proxy is one. */
+  kubernetesVersion?: KubernetesVersion | undefined;
   /** What `prepareConfig` worked out for these values; used only when it was worked out for this very object. */
   prepared?: PreparedConfig | undefined;
   /** The template's annotations as `templateAnnotations` reads them, when the caller has read them already. */
@@ -285,6 +288,7 @@ export function podPatch(input: PodPatchInput): PodPatch {
     namedPorts: names,
     explicitOpaquePorts,
     podSecurityEnforce: input.namespaceLabels?.[POD_SECURITY_ENFORCE_LABEL],
+    kubernetesVersion: input.kubernetesVersion,
   });
   risks.unshift(...takenNameRisks(spec, added, takenVolumes));
   // The refusals by a quota or limit range come first, as the API server's own refusals of the pod.
@@ -354,6 +358,8 @@ export interface InjectionRequest {
   namespaceLabels?: Record<string, string>;
   /** The namespace's ResourceQuotas and LimitRanges, when known; only start-up risks read them. */
   resourceConstraints?: ResourceConstraints;
+  /** The release of the API server the object is created through, when known; only start-up risks read it. */
+  kubernetesVersion?: KubernetesVersion;
   /** The workload that owns the pod, resolved by the caller. */
   owner?: Owner;
   origin?: Origin;
@@ -463,6 +469,7 @@ export function inject(request: InjectionRequest): InjectionResult {
       namespaceAnnotations: nsAnnotations,
       namespaceLabels: request.namespaceLabels,
       resourceConstraints: request.resourceConstraints,
+      kubernetesVersion: request.kubernetesVersion,
       prepared: request.config.prepared,
       annotations: own,
       kubectlDefaultContainer: request.kubectlDefaultContainer,

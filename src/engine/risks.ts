@@ -6,6 +6,7 @@
 import { ANNOTATIONS } from './names.js';
 import { isObject, objectsIn, stringsIn, type Container, type PodSpec } from './k8s.js';
 import { parsePortRange, type PortRange } from './parsers.js';
+import { compareVersions, NATIVE_SIDECAR_GATED_RELEASE, NATIVE_SIDECAR_RELEASE, versionText, type KubernetesVersion } from './kubernetes-version.js';
 import { memoizeText } from './memo.js';
 import { eachContainerPort, namedPorts, splitPortList } from './ports.js';
 import type { LinkerdValues } from './values.js';
@@ -22,7 +23,8 @@ export type StartupRiskCode =
   | 'skipped_port_requires_identity'
   | 'skipped_port_is_opaque'
   | 'container_runs_as_proxy_uid'
-  | 'name_taken';
+  | 'name_taken'
+  | 'native_sidecar_unsupported';
 
 export interface StartupRisk {
   code: StartupRiskCode;
@@ -47,6 +49,8 @@ export interface StartupRiskInput {
   namedPorts?: ReadonlyMap<string, number>;
   /** The Pod Security level the namespace enforces (its `pod-security.kubernetes.io/enforce` label), when known. */
   podSecurityEnforce?: string | undefined;
+  /** The release of the API server the pod is created through, when known. */
+  kubernetesVersion?: KubernetesVersion | undefined;
 }
 
 /** The Pod Security levels that forbid capabilities beyond Docker's default set, NET_ADMIN and NET_RAW among them. */
@@ -297,6 +301,25 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
   const risks: StartupRisk[] = [];
   const userInits = objectsIn<Container>(spec.initContainers);
   const apps = objectsIn<Container>(spec.containers);
+
+  // Before anything starts: an API server older than native sidecars drops the proxy's restartPolicy (1.28 keeps it only
+  // behind its SidecarContainers gate, 1.27 and older do not know it), and then refuses the proxy's probes, which an
+  // ordinary init container may not have.
+  const version = input.kubernetesVersion;
+  if (native && version !== undefined && compareVersions(version, NATIVE_SIDECAR_RELEASE) < 0) {
+    const gated = compareVersions(version, NATIVE_SIDECAR_GATED_RELEASE) === 0;
+    risks.push({
+      code: 'native_sidecar_unsupported',
+      container: 'linkerd-proxy',
+      text:
+        `the proxy is a native sidecar (an init container with restartPolicy: Always), which the API server, Kubernetes ` +
+        `${versionText(version)}, ${gated ? 'keeps only with its SidecarContainers feature gate on (off by default)' : 'does not know'}: ` +
+        `it drops restartPolicy and refuses the pod ("livenessProbe: Forbidden: may not be set for init containers")`,
+      fix:
+        `set ${ANNOTATIONS.proxyEnableNativeSidecar}: "false" on the pod or its namespace (or proxy.nativeSidecar: false in ` +
+        `Linkerd's values), or upgrade the cluster to Kubernetes ${versionText(NATIVE_SIDECAR_RELEASE)} or later`,
+    });
+  }
 
   // Before anything starts: kube-apiserver's PodSecurity admission refuses linkerd-init's capabilities at baseline and
   // above (the network validator adds none, and the proxy takes the first app container's).

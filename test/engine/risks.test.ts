@@ -1,15 +1,23 @@
 /** Start-up risks: what each configuration makes go wrong when the injected pod starts, and when nothing does. */
 import { describe, expect, it } from 'vitest';
-import { inject, riskWarning, type StartupRiskCode } from '../../src/engine/index.js';
+import { inject, riskWarning, type KubernetesVersion, type StartupRiskCode } from '../../src/engine/index.js';
 import { pod, testConfig } from '../support/engine.js';
 
 type Spec = Record<string, unknown>;
 
 const APP = { name: 'app', image: 'app:1', ports: [{ containerPort: 8080 }] };
 
-function risksOf(opts: { annotations?: Record<string, string>; spec?: Spec; cni?: boolean; owner?: string; namespaceLabels?: Record<string, string> }) {
+function risksOf(opts: {
+  annotations?: Record<string, string>;
+  spec?: Spec;
+  cni?: boolean;
+  owner?: string;
+  namespaceLabels?: Record<string, string>;
+  kubernetesVersion?: KubernetesVersion;
+}) {
   const result = inject({
     ...(opts.namespaceLabels && { namespaceLabels: opts.namespaceLabels }),
+    ...(opts.kubernetesVersion && { kubernetesVersion: opts.kubernetesVersion }),
     object: pod({ annotations: { 'linkerd.io/inject': 'enabled', ...opts.annotations }, spec: opts.spec ?? { containers: [APP] } }),
     config: testConfig((v) => {
       if (opts.cni) v.cniEnabled = true;
@@ -40,6 +48,23 @@ describe('startup risks', () => {
     const both = risksOf({ annotations: { 'config.linkerd.io/enable-debug-sidecar': 'true' }, spec: debug });
     expect(codes(both)).toEqual(['name_taken']);
     expect(both[0]?.container).toBe('linkerd-debug');
+  });
+
+  it('a native sidecar proxy on an API server older than 1.29: refused, with the gate named for 1.28 only', () => {
+    const native = { 'config.linkerd.io/proxy-enable-native-sidecar': 'true' };
+    const old = risksOf({ annotations: native, kubernetesVersion: { major: 1, minor: 27 } });
+    expect(codes(old)).toEqual(['native_sidecar_unsupported']);
+    expect(old[0]?.container).toBe('linkerd-proxy');
+    expect(old[0]?.text).toMatch(/Kubernetes 1\.27, does not know: it drops restartPolicy and refuses the pod/);
+    expect(old[0]?.fix).toMatch(/^set config\.linkerd\.io\/proxy-enable-native-sidecar: "false" on the pod or its namespace .* Kubernetes 1\.29 or later$/);
+    const gated = risksOf({ annotations: native, kubernetesVersion: { major: 1, minor: 28 } });
+    expect(codes(gated)).toEqual(['native_sidecar_unsupported']);
+    expect(gated[0]?.text).toContain('Kubernetes 1.28, keeps only with its SidecarContainers feature gate on (off by default)');
+    // From 1.29 on, for a classic sidecar, and when the release is unknown: nothing.
+    expect(risksOf({ annotations: native, kubernetesVersion: { major: 1, minor: 29 } })).toEqual([]);
+    expect(risksOf({ annotations: native, kubernetesVersion: { major: 2, minor: 0 } })).toEqual([]);
+    expect(risksOf({ kubernetesVersion: { major: 1, minor: 20 } })).toEqual([]);
+    expect(risksOf({ annotations: native })).toEqual([]);
   });
 
   it('an init container under the CNI plugin in classic mode has no network, and the fix names the proxy uid', () => {
