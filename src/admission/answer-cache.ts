@@ -66,6 +66,8 @@ export interface AnswerQuestion {
   namespaceLabels?: Record<string, string> | undefined;
   /** The version of the namespace's ResourceQuotas and LimitRanges, when it has any: they change the warnings too. */
   constraintsVersion?: string | undefined;
+  /** The API server's release ("1.28"), when known: it changes the warnings of a pod whose proxy is a native sidecar. */
+  kubernetesVersion?: string | undefined;
   owner: Owner | undefined;
   /**
    * Which controller made the object (its controller reference's uid): the cache first compares the object with the
@@ -83,7 +85,7 @@ export interface KeyedQuestion {
   owner: string;
   /** The namespace's annotations as JSON. */
   annotations: string;
-  /** The namespace's labels as JSON and the version of its constraints, empty when neither is known. */
+  /** The namespace's labels as JSON, the version of its constraints and the API server's release; empty when none is known. */
   namespaceState: string;
   /** The object as JSON without PER_POD_METADATA. */
   serialized: string;
@@ -174,11 +176,11 @@ function sameJson(kept: Kept, value: unknown): boolean {
 }
 
 const ownerText = (owner: Owner | undefined): string => (owner ? `${owner.kind}/${owner.name}` : '');
-/** The namespace's labels and the version of its constraints, as one text. */
-const namespaceText = (question: Pick<AnswerQuestion, 'namespaceLabels' | 'constraintsVersion'>): string =>
-  question.namespaceLabels === undefined && question.constraintsVersion === undefined
+/** The namespace's labels, the version of its constraints and the API server's release, as one text. */
+const namespaceText = (question: Pick<AnswerQuestion, 'namespaceLabels' | 'constraintsVersion' | 'kubernetesVersion'>): string =>
+  question.namespaceLabels === undefined && question.constraintsVersion === undefined && question.kubernetesVersion === undefined
     ? ''
-    : `${question.namespaceLabels ? JSON.stringify(question.namespaceLabels) : ''}\u0000${question.constraintsVersion ?? ''}`;
+    : `${question.namespaceLabels ? JSON.stringify(question.namespaceLabels) : ''}\u0000${question.constraintsVersion ?? ''}\u0000${question.kubernetesVersion ?? ''}`;
 
 /**
  * The object serialised with PER_POD_METADATA set aside. Those fields are set to undefined for the serialisation and

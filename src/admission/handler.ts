@@ -9,7 +9,9 @@ import {
   names,
   riskWarning,
   runsOnWindows,
+  versionText,
   type InjectorConfig,
+  type KubernetesVersion,
   type Owner,
   type ResourceConstraints,
 } from '../engine/index.js';
@@ -36,6 +38,8 @@ export interface AdmissionSources {
    * are cached under it). Undefined without a cluster.
    */
   namespaceConstraints?(namespace: string): (ResourceConstraints & { version: string }) | undefined;
+  /** The API server's release, when known (read from its /version); undefined without a cluster. */
+  kubernetesVersion?(): KubernetesVersion | undefined;
   /** The workload that owns a pod, if it can be resolved. */
   owner?(request: AdmissionRequest, pod: Record<string, unknown>): MaybePromise<Owner | undefined>;
   /** Answers already computed for objects that differ only in identity (the pods of a rollout). */
@@ -198,6 +202,7 @@ function evaluate(
   const config = sources.config();
   const nsLabels = namespace && sources.namespaceLabels ? sources.namespaceLabels(namespace) : undefined;
   const constraints = namespace && sources.namespaceConstraints ? sources.namespaceConstraints(namespace) : undefined;
+  const kubernetesVersion = sources.kubernetesVersion?.();
   const answers = sources.answers;
   const controller = answers ? cacheableController(kind, object, nsAnnotations) : undefined;
   const lookup =
@@ -209,6 +214,7 @@ function evaluate(
           namespaceAnnotations: nsAnnotations,
           namespaceLabels: nsLabels,
           constraintsVersion: constraints?.version,
+          kubernetesVersion: kubernetesVersion && versionText(kubernetesVersion),
           owner,
           controller,
         })
@@ -229,6 +235,7 @@ function evaluate(
     ...(owner && { owner }),
     ...(nsLabels && { namespaceLabels: nsLabels }),
     ...(constraints && { resourceConstraints: constraints }),
+    ...(kubernetesVersion && { kubernetesVersion }),
     ...(sources.kubectlDefaultContainer && { kubectlDefaultContainer: true }),
   });
   // kubectl prints warnings to whoever created the pod: the start-up risks belong there too.

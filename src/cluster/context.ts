@@ -236,11 +236,12 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
 
   logger.info({ source: cluster.source, server: cluster.server }, 'using Kubernetes cluster');
   // The modules that talk to the API are loaded only by a process that has a cluster.
-  const [{ apiEventSink, EventRecorder }, { NamespaceCache }, { apiOwnerLookup, OwnerResolver }, { ResourceConstraintCache }] = await Promise.all([
+  const [{ apiEventSink, EventRecorder }, { NamespaceCache }, { apiOwnerLookup, OwnerResolver }, { ResourceConstraintCache }, { ServerVersion }] = await Promise.all([
     import('./events.js'),
     import('./namespaces.js'),
     import('./owners.js'),
     import('./resource-constraints.js'),
+    import('./server-version.js'),
   ]);
   const namespaces = new NamespaceCache({
     client: cluster.client,
@@ -256,6 +257,9 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
     onRestart: (informer, reason) => metrics.watchRestarts.inc({ informer, reason }),
   });
   constraints.start();
+  // Not waited for either: until it is read, the risks that depend on the release are left out.
+  const serverVersion = new ServerVersion({ client: cluster.client, logger });
+  serverVersion.start();
   const owners = new OwnerResolver(apiOwnerLookup(cluster.client), logger);
   const recorder = new EventRecorder({
     sink: apiEventSink(cluster.client),
@@ -288,6 +292,7 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
         ? (namespace) => podSecurityLabels(namespaces.labels(namespace), namespace, podSecurity)
         : (namespace) => namespaces.labels(namespace),
       namespaceConstraints: (namespace) => constraints.of(namespace),
+      kubernetesVersion: () => serverVersion.current(),
       owner: (request, pod) => owners.resolve(pod, request.namespace ?? ''),
       ...defaultContainer,
     },
@@ -301,6 +306,7 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
       await recorder.close();
       await namespaces.stop();
       await constraints.stop();
+      serverVersion.stop();
       config.close();
       cluster.client.close();
     },

@@ -263,6 +263,25 @@ describe('handleAdmission', () => {
     expect(risky(await next('web-5'))).toEqual([]);
   });
 
+  it("the API server's release is a start-up risk for a native sidecar, and the cache keeps answers apart by it", async () => {
+    const native = testConfig((v) => {
+      v.proxy.nativeSidecar = true;
+    });
+    let version: { major: number; minor: number } | undefined = { major: 1, minor: 28 };
+    const risky = (handled: HandledAdmission) => (handled.response.warnings ?? []).filter((w) => w.includes('native_sidecar_unsupported'));
+    const { answers, admitted, next } = await threeThroughOneCache('web', true, { config: () => native, kubernetesVersion: () => version });
+    expect(answers.stats).toEqual({ hits: 1, misses: 2 });
+    for (const handled of admitted) expect(risky(handled)).toEqual([expect.stringMatching(/^start-up risk \(native_sidecar_unsupported\): .*Kubernetes 1\.28, keeps only with its SidecarContainers/)]);
+    // The control plane upgraded: the same pod is answered again, without the risk; and with the release unknown too.
+    version = { major: 1, minor: 29 };
+    expect(risky(await next('web-4'))).toEqual([]);
+    expect(answers.stats.hits).toBe(1);
+    version = undefined;
+    expect(risky(await next('web-5'))).toEqual([]);
+    version = { major: 1, minor: 27 };
+    expect(risky(await next('web-6'))).toHaveLength(1);
+  });
+
   it('pods that no controller made are answered without the cache: they never come twice', async () => {
     const { answers, admitted } = await threeThroughOneCache('job', false);
     expect(answers.stats).toEqual({ hits: 0, misses: 0 });

@@ -8,7 +8,7 @@ import pino from 'pino';
 import { createContext, type InjectorContext } from '../../src/cluster/context.js';
 import { podSecurityLabels } from '../../src/engine/index.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
-import { fakeApi, type FakeApi } from './fake-api.js';
+import { fakeApi, namespaceFrom, type FakeApi } from './fake-api.js';
 
 const ENFORCE = 'pod-security.kubernetes.io/enforce';
 
@@ -63,6 +63,32 @@ describe('a cluster context told the default level (and to keep kubectl`s defaul
     expect(labels?.('legacy')).toEqual({ [ENFORCE]: 'privileged' });
     expect(labels?.('ops')).toBeUndefined();
     expect(context.sources.kubectlDefaultContainer).toBe(true);
+  });
+
+  it("answers the API server's release once read, and none without a cluster", async () => {
+    api = await fakeApi({
+      lists: { '/api/v1/resourcequotas': [], '/api/v1/limitranges': [] },
+      read: (path, res) => {
+        if (path === '/version') {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ major: '1', minor: '28', gitVersion: 'v1.28.15' }));
+        } else namespaceFrom(path, res);
+      },
+    });
+    const root = join(import.meta.dirname, '..', '..');
+    const options = {
+      controlPlaneNamespace: 'linkerd',
+      trustAnchorsPath: join(root, 'examples', 'trust-anchors.pem'),
+      logger: pino({ level: 'silent' }),
+      metrics: new InjectorMetrics(),
+      events: 'none' as const,
+    };
+    context = await createContext({ ...options, cluster: { client: api.client, source: 'test', server: 'fake' } });
+    while (context.sources.kubernetesVersion?.() === undefined) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(context.sources.kubernetesVersion?.()).toEqual({ major: 1, minor: 28 });
+    const offline = await createContext({ ...options, cluster: undefined });
+    expect(offline.sources.kubernetesVersion).toBeUndefined();
+    await offline.stop();
   });
 
   it('is said to be ignored without a cluster, where namespaces are unknown', async () => {
