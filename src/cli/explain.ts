@@ -15,6 +15,8 @@ import {
   type StartupRisk,
   isObject,
   objectName,
+  parseKubernetesVersion,
+  type KubernetesVersion,
   isWorkloadKind,
   names,
   podSecurityLabels,
@@ -106,6 +108,9 @@ flag acts as the annotation it writes. Also:
       --cni                                     as if the Linkerd CNI plugin is installed (cniEnabled: true)
       --kubectl-default-container               as serve --kubectl-default-container: when the proxy goes
                                                 first, the app's first container stays kubectl's default
+      --kubernetes-version X.Y                  the API server's release (kubectl version prints it): one
+                                                before 1.29 refuses a pod whose proxy is a native sidecar
+                                                (serve reads it from the API server)
   -o, --output text|json                        a report (default), or a JSON array with one record per object
 
 Exit status: 0 explained; 1 the input or configuration is invalid; 2 usage error.
@@ -248,6 +253,8 @@ interface ExplainSettings {
   quotas: Map<string, { resourceQuotas: unknown[]; limitRanges: unknown[] }>;
   /** As serve --kubectl-default-container. */
   kubectlDefaultContainer: boolean;
+  /** The API server's release, when given. */
+  kubernetesVersion: KubernetesVersion | undefined;
 }
 
 /**
@@ -287,6 +294,7 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
     namespaceLabels,
     ...(constraints && { resourceConstraints: constraints }),
     ...(s.kubectlDefaultContainer && { kubectlDefaultContainer: true }),
+    ...(s.kubernetesVersion && { kubernetesVersion: s.kubernetesVersion }),
     origin: 'webhook',
     config: { values: s.configured.values, controlPlaneNamespace: s.controlPlaneNamespace },
   });
@@ -414,6 +422,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
   let json: boolean;
   let namespaceFlags: ExplainSettings['namespaceFlags'];
   let podSecurity: PodSecurityDefaults;
+  let kubernetesVersion: KubernetesVersion | undefined;
   try {
     ({ opts, inputs } = parseManifestArgs(argv, {
       'namespace-annotation': { type: 'string', multiple: true },
@@ -422,6 +431,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
       'pod-security-exempt': { type: 'string', multiple: true },
       cni: { type: 'boolean' },
       'kubectl-default-container': { type: 'boolean' },
+      'kubernetes-version': { type: 'string' },
     }));
     if (opts['help'] === true) return { stdout: EXPLAIN_HELP, stderr: '', code: 0 };
     const output = opts['output'];
@@ -432,6 +442,11 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     if (inputs.length === 0) throw new UsageError('no input: give files, directories, or - for stdin');
     namespaceFlags = { annotations: keyValues(opts, 'namespace-annotation'), labels: keyValues(opts, 'namespace-label') };
     podSecurity = podSecurityFlags(opts['pod-security-default'], opts['pod-security-exempt']);
+    const release = opts['kubernetes-version'];
+    if (release !== undefined) {
+      kubernetesVersion = typeof release === 'string' ? parseKubernetesVersion(release) : undefined;
+      if (!kubernetesVersion) throw new UsageError(`--kubernetes-version ${JSON.stringify(release)}: expected a release such as 1.28 or v1.28.5`);
+    }
   } catch (err) {
     return usageFailure('explain', (err as Error).message, EXPLAIN_HELP);
   }
@@ -480,6 +495,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     namespaces,
     quotas,
     kubectlDefaultContainer: opts['kubectl-default-container'] === true,
+    kubernetesVersion,
   };
   const explanations: Explanation[] = [];
   const problems: string[] = [];

@@ -181,6 +181,19 @@ spec:
     expect(e?.risks).toEqual([]);
   });
 
+  it("--kubernetes-version before 1.29 makes a native sidecar a refusal, and a release that is not one is a usage error", async () => {
+    const [old] = await explain(JOB, '--native-sidecar', '--kubernetes-version', 'v1.28.9-gke.1000');
+    expect(old?.risks.map((r) => r.code)).toEqual(['native_sidecar_unsupported']);
+    expect(old?.risks[0]?.text).toContain('Kubernetes 1.28, keeps only with its SidecarContainers feature gate on');
+    const [current] = await explain(JOB, '--native-sidecar', '--kubernetes-version', '1.29');
+    expect(current?.risks).toEqual([]);
+    const [classic] = await explain(POD, '--kubernetes-version', '1.25');
+    expect(classic?.risks).toEqual([]);
+    const bad = await runExplain([...ANCHORS, '--kubernetes-version', 'latest', '-'], { stdin: POD });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--kubernetes-version "latest": expected a release such as 1.28 or v1.28.5');
+  });
+
   it('--await=false puts the proxy last without a hook and reports the risk', async () => {
     const [e] = await explain(POD, '--await=false');
     expect(steps(e)).toEqual(['init linkerd-init', 'container web', 'container cache', 'container linkerd-proxy']);
