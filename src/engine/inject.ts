@@ -298,7 +298,7 @@ export function podPatch(input: PodPatchInput): PodPatch {
     // (the values of its other operations are volumes, annotations and empty lists).
     const addsContainer = (op: AddOperation): boolean => op.path.startsWith(`${P}/spec/initContainers/`) || op.path.startsWith(`${P}/spec/containers/`);
     const injected: PodSpec = { ...spec, containers: [...objectsIn<Container>(apps), ...objectsIn<Container>(ops.filter(addsContainer).map((op) => op.value))] };
-    risks.unshift(...quotaRisks(injected, constraints.resourceQuotas, constraints.limitRanges));
+    risks.unshift(...quotaRisks(injected, constraints.resourceQuotas, constraints.limitRanges, input.kubernetesVersion));
   }
   return {
     patch: ops,

@@ -14,6 +14,9 @@ export const NATIVE_SIDECAR_RELEASE: KubernetesVersion = { major: 1, minor: 29 }
 /** The release that has the SidecarContainers feature gate, off unless the cluster's administrator turned it on. */
 export const NATIVE_SIDECAR_GATED_RELEASE: KubernetesVersion = { major: 1, minor: 28 };
 
+/** The first release whose API server keeps a pod's own `spec.resources` by default (PodLevelResources beta). */
+export const POD_LEVEL_RESOURCES_RELEASE: KubernetesVersion = { major: 1, minor: 34 };
+
 const VERSION = /^v?(\d{1,4})\.(\d{1,4})(?:$|[.+-])/;
 
 /** "1.28", "v1.28.5", "v1.28.5-eks-5e0fdde", "1.28+" as a version; undefined for anything else. */

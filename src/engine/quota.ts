@@ -9,6 +9,7 @@
  *   the proxy's annotations or values give them ("maximum cpu usage per Container is 500m, but limit is 1").
  * Pure: it reads the injected pod and the namespace's ResourceQuotas and LimitRanges as objects.
  */
+import { compareVersions, POD_LEVEL_RESOURCES_RELEASE, type KubernetesVersion } from './kubernetes-version.js';
 import { INJECTED_CONTAINERS } from './names.js';
 import { isObject, objectsIn, stringsIn, type Container, type PodSpec } from './k8s.js';
 import { parseQuantity, quantityLess, type Quantity } from './parsers.js';
@@ -140,10 +141,13 @@ function positive(text: string): boolean {
 const QOS_RESOURCES = ['cpu', 'memory'] as const;
 
 /**
- * Whether the pod states resources for the whole pod (`spec.resources`, Kubernetes 1.34+; CPU, memory or huge pages):
- * the API server then no longer asks each container to state the CPU and memory that a quota counts.
+ * Whether the pod states resources for the whole pod (`spec.resources`; CPU, memory or huge pages) that the API server
+ * keeps: it then no longer asks each container to state the CPU and memory that a quota counts. Before 1.34 the API
+ * server drops them (1.32 and 1.33 keep them only behind the PodLevelResources gate, off by default); when the release
+ * is unknown they are taken to be kept.
  */
-function podLevelResources(spec: PodSpec): boolean {
+function podLevelResources(spec: PodSpec, release: KubernetesVersion | undefined): boolean {
+  if (release !== undefined && compareVersions(release, POD_LEVEL_RESOURCES_RELEASE) < 0) return false;
   const resources = spec['resources'];
   if (!isObject(resources)) return false;
   const podLevel = (name: string): boolean => name === 'cpu' || name === 'memory' || name.startsWith('hugepages-');
@@ -224,8 +228,9 @@ function quotaApplies(qspec: Record<string, unknown>, pod: ScopedPod): boolean {
  * is the injected pod's: a quota's scopes are matched against it, with its QoS class as the API server will compute
  * it (after the LimitRange defaults, the injected containers' resources included). The app containers are left out,
  * which the pod's author answers for, unless the quota counts the pod only because of the injected containers.
+ * `release`, the API server's when known, says whether it keeps the pod's own resources (see podLevelResources).
  */
-export function quotaRisks(spec: PodSpec, resourceQuotas: readonly unknown[], limitRanges: readonly unknown[]): StartupRisk[] {
+export function quotaRisks(spec: PodSpec, resourceQuotas: readonly unknown[], limitRanges: readonly unknown[], release?: KubernetesVersion): StartupRisk[] {
   const limits = containerLimits(limitRanges);
   const all = [...objectsIn<Container>(spec.initContainers), ...objectsIn<Container>(spec.containers)].map((c) => ({
     name: String(c.name ?? ''),
@@ -240,7 +245,7 @@ export function quotaRisks(spec: PodSpec, resourceQuotas: readonly unknown[], li
   // NotBestEffort quota only because it was injected, and then every container of it must state what the quota counts.
   const before: ScopedPod = { spec, bestEffort: !all.some((c) => !isAdded(c) && stated(c)) };
   const risks: StartupRisk[] = [];
-  for (const quota of podLevelResources(spec) ? [] : resourceQuotas) {
+  for (const quota of podLevelResources(spec, release) ? [] : resourceQuotas) {
     const meta = isObject(quota) ? quota['metadata'] : undefined;
     const qspec = isObject(quota) ? quota['spec'] : undefined;
     if (!isObject(qspec) || !quotaApplies(qspec, pod)) continue;

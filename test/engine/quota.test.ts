@@ -150,6 +150,17 @@ describe('quotaRisks', () => {
     expect(quotaRisks(storage, [quota({ 'limits.cpu': '4' })], [])).toHaveLength(1);
   });
 
+  it('pod-level resources count only from Kubernetes 1.34, or when the release is unknown: before it the API server drops them', () => {
+    const podLevel = { ...injectedPod(), resources: { limits: { cpu: '2', memory: '2Gi' } } };
+    const quotas = [quota({ 'limits.cpu': '4' })];
+    expect(quotaRisks(podLevel, quotas, [], { major: 1, minor: 34 })).toEqual([]);
+    expect(quotaRisks(podLevel, quotas, [], { major: 1, minor: 37 })).toEqual([]);
+    const dropped = quotaRisks(podLevel, quotas, [], { major: 1, minor: 33 });
+    expect(dropped.map((r) => r.code)).toEqual(['resource_quota_needs_resources']);
+    expect(dropped[0]?.text).toContain('(limits.cpu for linkerd-init, linkerd-proxy)');
+    expect(quotaRisks(podLevel, quotas, [], { major: 1, minor: 28 })).toHaveLength(1);
+  });
+
   it('a LimitRange whose max the proxy`s stated limit exceeds refuses linkerd-init and the proxy alike', () => {
     const risks = quotaRisks(injectedPod({ limits: { cpu: '1' }, requests: { cpu: '100m' } }), [], [limitRange({ max: { cpu: '500m' } })]);
     expect(risks).toEqual([
