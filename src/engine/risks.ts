@@ -312,9 +312,8 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
       code: 'native_sidecar_unsupported',
       container: 'linkerd-proxy',
       text:
-        `the proxy is a native sidecar (an init container with restartPolicy: Always), which the API server, Kubernetes ` +
-        `${versionText(version)}, ${gated ? 'keeps only with its SidecarContainers feature gate on (off by default)' : 'does not know'}: ` +
-        `it drops restartPolicy and refuses the pod ("livenessProbe: Forbidden: may not be set for init containers")`,
+        `the API server, Kubernetes ${versionText(version)}, drops the native sidecar proxy's restartPolicy: Always ` +
+        `${gated ? 'unless its SidecarContainers gate is on,' : '(native sidecars came in 1.29)'} and refuses the pod for the proxy's probes`,
       fix:
         `set ${ANNOTATIONS.proxyEnableNativeSidecar}: "false" on the pod or its namespace (or proxy.nativeSidecar: false in ` +
         `Linkerd's values), or upgrade the cluster to Kubernetes ${versionText(NATIVE_SIDECAR_RELEASE)} or later`,

@@ -184,7 +184,7 @@ spec:
   it("--kubernetes-version before 1.29 makes a native sidecar a refusal, and a release that is not one is a usage error", async () => {
     const [old] = await explain(JOB, '--native-sidecar', '--kubernetes-version', 'v1.28.9-gke.1000');
     expect(old?.risks.map((r) => r.code)).toEqual(['native_sidecar_unsupported']);
-    expect(old?.risks[0]?.text).toContain('Kubernetes 1.28, keeps only with its SidecarContainers feature gate on');
+    expect(old?.risks[0]?.text).toContain('Kubernetes 1.28, drops the native sidecar proxy\'s restartPolicy: Always unless its SidecarContainers gate is on');
     const [current] = await explain(JOB, '--native-sidecar', '--kubernetes-version', '1.29');
     expect(current?.risks).toEqual([]);
     const [classic] = await explain(POD, '--kubernetes-version', '1.25');

@@ -55,11 +55,11 @@ describe('startup risks', () => {
     const old = risksOf({ annotations: native, kubernetesVersion: { major: 1, minor: 27 } });
     expect(codes(old)).toEqual(['native_sidecar_unsupported']);
     expect(old[0]?.container).toBe('linkerd-proxy');
-    expect(old[0]?.text).toMatch(/Kubernetes 1\.27, does not know: it drops restartPolicy and refuses the pod/);
+    expect(old[0]?.text).toBe("the API server, Kubernetes 1.27, drops the native sidecar proxy's restartPolicy: Always (native sidecars came in 1.29) and refuses the pod for the proxy's probes");
     expect(old[0]?.fix).toMatch(/^set config\.linkerd\.io\/proxy-enable-native-sidecar: "false" on the pod or its namespace .* Kubernetes 1\.29 or later$/);
     const gated = risksOf({ annotations: native, kubernetesVersion: { major: 1, minor: 28 } });
     expect(codes(gated)).toEqual(['native_sidecar_unsupported']);
-    expect(gated[0]?.text).toContain('Kubernetes 1.28, keeps only with its SidecarContainers feature gate on (off by default)');
+    expect(gated[0]?.text).toContain('Kubernetes 1.28, drops the native sidecar proxy\'s restartPolicy: Always unless its SidecarContainers gate is on, and refuses');
     // From 1.29 on, for a classic sidecar, and when the release is unknown: nothing.
     expect(risksOf({ annotations: native, kubernetesVersion: { major: 1, minor: 29 } })).toEqual([]);
     expect(risksOf({ annotations: native, kubernetesVersion: { major: 2, minor: 0 } })).toEqual([]);
