@@ -281,23 +281,26 @@ export function podPatch(input: PodPatchInput): PodPatch {
     added.containers.push('linkerd-proxy');
   }
   const explicitOpaquePorts = ownAnnotations[ANNOTATIONS.opaquePorts] ?? input.namespaceAnnotations?.[ANNOTATIONS.opaquePorts];
+  // The containers the patch adds (the values of its other operations are volumes, annotations and empty lists).
+  const addsContainer = (op: AddOperation): boolean => op.path.startsWith(`${P}/spec/initContainers/`) || op.path.startsWith(`${P}/spec/containers/`);
+  const addedContainers = (): Container[] => objectsIn<Container>(ops.filter(addsContainer).map((op) => op.value));
+  const podSecurityEnforce = input.namespaceLabels?.[POD_SECURITY_ENFORCE_LABEL];
   const risks = startupRisks({
     spec,
     values,
     workloadKind: input.owner?.kind ?? 'pod',
     namedPorts: names,
     explicitOpaquePorts,
-    podSecurityEnforce: input.namespaceLabels?.[POD_SECURITY_ENFORCE_LABEL],
+    podSecurityEnforce,
+    ...(podSecurityEnforce === 'restricted' && { injectedContainers: addedContainers() }),
     kubernetesVersion: input.kubernetesVersion,
   });
   risks.unshift(...takenNameRisks(spec, added, takenVolumes));
   // The refusals by a quota or limit range come first, as the API server's own refusals of the pod.
   const constraints = input.resourceConstraints;
   if (constraints && (constraints.resourceQuotas.length > 0 || constraints.limitRanges.length > 0)) {
-    // The pod as the API server will hold it, as far as quotas read it: its own containers and the ones the patch adds
-    // (the values of its other operations are volumes, annotations and empty lists).
-    const addsContainer = (op: AddOperation): boolean => op.path.startsWith(`${P}/spec/initContainers/`) || op.path.startsWith(`${P}/spec/containers/`);
-    const injected: PodSpec = { ...spec, containers: [...objectsIn<Container>(apps), ...objectsIn<Container>(ops.filter(addsContainer).map((op) => op.value))] };
+    // The pod as the API server will hold it, as far as quotas read it: its own containers and the ones the patch adds.
+    const injected: PodSpec = { ...spec, containers: [...objectsIn<Container>(apps), ...addedContainers()] };
     risks.unshift(...quotaRisks(injected, constraints.resourceQuotas, constraints.limitRanges, input.kubernetesVersion));
   }
   return {

@@ -3,7 +3,7 @@
  * to start, never finish, or quietly bypass the proxy. Each comes with the change that avoids it. Pure: it reads the
  * pod as the user wrote it and the configuration in force for it (values after the pod's annotations).
  */
-import { ANNOTATIONS } from './names.js';
+import { ANNOTATIONS, DEBUG_CONTAINER, INIT_CONTAINER, VALIDATOR_CONTAINER } from './names.js';
 import { isObject, objectsIn, stringsIn, type Container, type PodSpec } from './k8s.js';
 import { parsePortRange, type PortRange } from './parsers.js';
 import { compareVersions, NATIVE_SIDECAR_GATED_RELEASE, NATIVE_SIDECAR_RELEASE, versionText, type KubernetesVersion } from './kubernetes-version.js';
@@ -24,7 +24,8 @@ export type StartupRiskCode =
   | 'skipped_port_is_opaque'
   | 'container_runs_as_proxy_uid'
   | 'name_taken'
-  | 'native_sidecar_unsupported';
+  | 'native_sidecar_unsupported'
+  | 'pod_security_refuses_container';
 
 export interface StartupRisk {
   code: StartupRiskCode;
@@ -51,12 +52,50 @@ export interface StartupRiskInput {
   podSecurityEnforce?: string | undefined;
   /** The release of the API server the pod is created through, when known. */
   kubernetesVersion?: KubernetesVersion | undefined;
+  /** The containers the injection adds, as the patch writes them; needed only where Pod Security is `restricted`. */
+  injectedContainers?: readonly Container[] | undefined;
 }
 
 /** The Pod Security levels that forbid capabilities beyond Docker's default set, NET_ADMIN and NET_RAW among them. */
 const CAPABILITY_RESTRICTING_LEVELS = new Set(['baseline', 'restricted']);
 
 const JOB_KINDS = new Set(['job', 'cronjob']);
+
+/** The capabilities the `restricted` Pod Security level lets a container add: this one alone, after dropping ALL. */
+const RESTRICTED_ADDS = new Set(['NET_BIND_SERVICE']);
+const CONFINING_SECCOMP = new Set(['RuntimeDefault', 'Localhost']);
+
+/**
+ * What the `restricted` Pod Security level refuses in a container, named as the PodSecurity admission plugin names
+ * each check in its refusal; the pod's own securityContext stands in where the container's says nothing (for
+ * runAsNonRoot, runAsUser and seccompProfile, as the plugin reads them). Empty when it passes.
+ */
+export function restrictedViolations(c: Container, spec: PodSpec): string[] {
+  const own = isObject(c.securityContext) ? c.securityContext : {};
+  const pod = isObject(spec['securityContext']) ? spec['securityContext'] : {};
+  const out: string[] = [];
+  if (own['privileged'] === true) out.push('privileged');
+  if (own['allowPrivilegeEscalation'] !== false) out.push('allowPrivilegeEscalation != false');
+  const caps = isObject(own['capabilities']) ? own['capabilities'] : {};
+  if (!stringsIn(caps['drop']).includes('ALL') || stringsIn(caps['add']).some((cap) => !RESTRICTED_ADDS.has(cap))) out.push('unrestricted capabilities');
+  const nonRoot = typeof own['runAsNonRoot'] === 'boolean' ? own['runAsNonRoot'] : pod['runAsNonRoot'];
+  if (nonRoot !== true) out.push('runAsNonRoot != true');
+  if (runAsUser(c, spec) === 0) out.push('runAsUser=0');
+  const seccomp = (ctx: Record<string, unknown>): unknown => (isObject(ctx['seccompProfile']) ? ctx['seccompProfile']['type'] : undefined);
+  const profile = seccomp(own) ?? seccomp(pod);
+  if (typeof profile !== 'string' || !CONFINING_SECCOMP.has(profile)) out.push('seccompProfile');
+  return out;
+}
+
+/** What to change so that an injected container meets the `restricted` level. */
+function restrictedFix(container: string): string {
+  if (container === DEBUG_CONTAINER) return `remove ${ANNOTATIONS.enableDebugSidecar} (the debug sidecar sets no securityContext), or debug in a namespace that enforces less`;
+  if (container === VALIDATOR_CONTAINER) return `set networkValidator.securityContext in Linkerd's values to meet it`;
+  return (
+    `give the first app container securityContext.capabilities.drop: [ALL] (the proxy takes its capabilities), or set ` +
+    `proxy.capabilities or proxy.securityContext in Linkerd's values to meet it`
+  );
+}
 
 /** The uid a container runs as: its own securityContext, else the pod's; undefined when the image decides. */
 export function runAsUser(c: Container, spec: PodSpec): number | undefined {
@@ -334,6 +373,24 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
         `install the Linkerd CNI plugin (cniEnabled: true), which replaces linkerd-init with linkerd-network-validator, ` +
         `or set the namespace's pod-security.kubernetes.io/enforce to privileged`,
     });
+  }
+
+  // At restricted, every container must meet it, the injected ones too. linkerd-init never can (above); the proxy takes
+  // the first app container's capabilities, so an app that meets the level brings the proxy with it, but the debug
+  // sidecar sets no securityContext, and values may give the proxy or the validator one that does not.
+  if (level === 'restricted') {
+    for (const c of input.injectedContainers ?? []) {
+      const container = c.name ?? '';
+      if (container === INIT_CONTAINER) continue;
+      const refused = restrictedViolations(c, spec);
+      if (refused.length === 0) continue;
+      risks.push({
+        code: 'pod_security_refuses_container',
+        container,
+        text: `Pod Security "restricted" in this namespace refuses ${container} (${refused.join(', ')}), and with it the pod`,
+        fix: restrictedFix(container),
+      });
+    }
   }
 
   // Under the CNI plugin the redirect exists before any container runs, but a classic proxy starts only after the

@@ -252,10 +252,13 @@ spec:
     expect(job?.risks[0]?.text).toContain('enforces Pod Security "baseline"');
     const [privileged] = await explain(enforcing, '--namespace-label', 'pod-security.kubernetes.io/enforce=privileged');
     expect(privileged?.risks.map((r) => r.code)).toEqual(['proxy_never_exits']);
+    // POD's first container drops no capability, so at restricted the proxy, which takes its capabilities, is refused too.
     const [flagged] = await explain(POD, '--namespace-label', 'pod-security.kubernetes.io/enforce=restricted');
-    expect(flagged?.risks.map((r) => r.code)).toEqual(['pod_security_refuses_init']);
+    expect(flagged?.risks.map((r) => `${r.code} ${r.container}`)).toEqual(['pod_security_refuses_init linkerd-init', 'pod_security_refuses_container linkerd-proxy']);
     const [cni] = await explain(POD, '--cni', '--namespace-label', 'pod-security.kubernetes.io/enforce=restricted');
-    expect(cni?.risks).toEqual([]);
+    expect(cni?.risks.map((r) => `${r.code} ${r.container}`)).toEqual(['pod_security_refuses_container linkerd-proxy']);
+    const [cniBaseline] = await explain(POD, '--cni', '--namespace-label', 'pod-security.kubernetes.io/enforce=baseline');
+    expect(cniBaseline?.risks).toEqual([]);
     const bad = await runExplain([...ANCHORS, '--namespace-label', 'no-equals-sign', '-'], { stdin: POD });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--namespace-label "no-equals-sign": expected KEY=VALUE');

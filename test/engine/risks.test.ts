@@ -6,6 +6,11 @@ import { pod, testConfig } from '../support/engine.js';
 type Spec = Record<string, unknown>;
 
 const APP = { name: 'app', image: 'app:1', ports: [{ containerPort: 8080 }] };
+/** An app container that meets Pod Security "restricted" on its own. */
+const RESTRICTED_APP = {
+  ...APP,
+  securityContext: { allowPrivilegeEscalation: false, runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' }, capabilities: { drop: ['ALL'] } },
+};
 
 function risksOf(opts: {
   annotations?: Record<string, string>;
@@ -147,15 +152,54 @@ describe('startup risks', () => {
   });
 
   it.each(['baseline', 'restricted'])('a namespace enforcing Pod Security %s refuses linkerd-init, and the fix is the CNI plugin', (level) => {
-    const risks = risksOf({ namespaceLabels: { 'pod-security.kubernetes.io/enforce': level } });
+    const risks = risksOf({ namespaceLabels: { 'pod-security.kubernetes.io/enforce': level }, spec: { containers: [RESTRICTED_APP] } });
     expect(codes(risks)).toEqual(['pod_security_refuses_init']);
     expect(risks[0]).toMatchObject({
       container: 'linkerd-init',
       text: `the namespace enforces Pod Security "${level}", which forbids linkerd-init's NET_ADMIN and NET_RAW capabilities: the API server refuses the pod`,
     });
     expect(risks[0]?.fix).toContain('cniEnabled: true');
-    // With the CNI plugin the pod gets the network validator, which adds no capability.
-    expect(risksOf({ cni: true, namespaceLabels: { 'pod-security.kubernetes.io/enforce': level } })).toEqual([]);
+    // With the CNI plugin the pod gets the network validator, which adds no capability, and the proxy takes the app's.
+    expect(risksOf({ cni: true, namespaceLabels: { 'pod-security.kubernetes.io/enforce': level }, spec: { containers: [RESTRICTED_APP] } })).toEqual([]);
+  });
+
+  describe('Pod Security restricted and the other injected containers', () => {
+    const restricted = { 'pod-security.kubernetes.io/enforce': 'restricted' };
+    const refusal = (risks: ReturnType<typeof risksOf>) => risks.filter((r) => r.code === 'pod_security_refuses_container');
+
+    it('the proxy takes the first app container`s capabilities: one that drops nothing leaves the proxy refused too', () => {
+      const risks = refusal(risksOf({ cni: true, namespaceLabels: restricted }));
+      expect(risks).toEqual([
+        {
+          code: 'pod_security_refuses_container',
+          container: 'linkerd-proxy',
+          text: 'Pod Security "restricted" in this namespace refuses linkerd-proxy (unrestricted capabilities), and with it the pod',
+          fix: expect.stringMatching(/^give the first app container securityContext\.capabilities\.drop: \[ALL\]/),
+        },
+      ]);
+      // Adding more than NET_BIND_SERVICE is refused as well; adding it alone is not.
+      const adds = (add: string[]) => ({ containers: [{ ...RESTRICTED_APP, securityContext: { ...RESTRICTED_APP.securityContext, capabilities: { drop: ['ALL'], add } } }] });
+      expect(refusal(risksOf({ cni: true, namespaceLabels: restricted, spec: adds(['NET_BIND_SERVICE']) }))).toEqual([]);
+      expect(refusal(risksOf({ cni: true, namespaceLabels: restricted, spec: adds(['NET_ADMIN']) }))[0]?.text).toContain('(unrestricted capabilities)');
+    });
+
+    it('the debug sidecar sets no securityContext: refused, with every check it fails, the pod`s own settings counted', () => {
+      const debug = { 'config.linkerd.io/enable-debug-sidecar': 'true' };
+      const [risk, ...others] = refusal(risksOf({ cni: true, namespaceLabels: restricted, annotations: debug, spec: { containers: [RESTRICTED_APP] } }));
+      expect(others).toEqual([]);
+      expect(risk?.container).toBe('linkerd-debug');
+      expect(risk?.text).toBe(
+        'Pod Security "restricted" in this namespace refuses linkerd-debug (allowPrivilegeEscalation != false, unrestricted capabilities, runAsNonRoot != true, seccompProfile), and with it the pod',
+      );
+      expect(risk?.fix).toMatch(/^remove config\.linkerd\.io\/enable-debug-sidecar/);
+      // runAsNonRoot and seccompProfile may come from the pod's securityContext; a container saying otherwise wins.
+      const podLevel = { securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } }, containers: [RESTRICTED_APP] };
+      expect(refusal(risksOf({ cni: true, namespaceLabels: restricted, annotations: debug, spec: podLevel }))[0]?.text).toContain('(allowPrivilegeEscalation != false, unrestricted capabilities)');
+      const root = { securityContext: { runAsUser: 0, seccompProfile: { type: 'Unconfined' } }, containers: [RESTRICTED_APP] };
+      expect(refusal(risksOf({ cni: true, namespaceLabels: restricted, annotations: debug, spec: root }))[0]?.text).toContain('runAsNonRoot != true, runAsUser=0, seccompProfile)');
+      // Only restricted asks this of it.
+      expect(refusal(risksOf({ cni: true, namespaceLabels: { 'pod-security.kubernetes.io/enforce': 'baseline' }, annotations: debug, spec: { containers: [RESTRICTED_APP] } }))).toEqual([]);
+    });
   });
 
   it('Pod Security privileged, a warn or audit label, or no label at all is no risk', () => {

@@ -513,7 +513,7 @@ describe('logs', () => {
   });
 
   it("name an injected pod's start-up risks, which a controller that made the pod never shows", async () => {
-    const { app, lines } = logged('info', { 'linkerd.io/inject': 'enabled' }, { 'pod-security.kubernetes.io/enforce': 'restricted' });
+    const { app, lines } = logged('info', { 'linkerd.io/inject': 'enabled' }, { 'pod-security.kubernetes.io/enforce': 'baseline' });
     await post(app, admissionReview(pod(), { uid: 'u-4' }));
     await post(app, admissionReview(pod({ annotations: { 'config.linkerd.io/proxy-await': 'disabled' } }), { uid: 'u-5' }));
     expect(lines[0]).toMatchObject({ uid: 'u-4', outcome: 'injected', risks: ['pod_security_refuses_init'] });
