@@ -211,6 +211,31 @@ describe('with a real kube-apiserver', () => {
     expect(injector.child.pid).toBe(pid);
     expect(injector.child.exitCode).toBeNull();
 
+    // Pod Security restricted: with the CNI plugin, an app that meets it brings the validator and the proxy (which takes
+    // the app's capabilities) through; the debug sidecar, which sets no securityContext, is refused, as the webhook warns.
+    await namespace('psa-restricted', { 'linkerd.io/inject': 'enabled' }, { 'pod-security.kubernetes.io/enforce': 'restricted' });
+    const meets = { allowPrivilegeEscalation: false, runAsNonRoot: true, runAsUser: 101, seccompProfile: { type: 'RuntimeDefault' }, capabilities: { drop: ['ALL'] } };
+    const restrictedPod = (name: string, annotations: Record<string, string> = {}) => {
+      const p = podSpec(name, annotations);
+      return { apiVersion: 'v1', kind: 'Pod', ...p, spec: { ...p.spec, containers: (p.spec?.containers ?? []).map((c) => ({ ...c, securityContext: meets })) } };
+    };
+    const stored = await kubeRequest(cp, 'POST', '/api/v1/namespaces/psa-restricted/pods', restrictedPod('meets-restricted'));
+    expect(stored.status, JSON.stringify(stored.json)).toBe(201);
+    expect(initNames(stored.json as V1Pod)).toEqual(['linkerd-network-validator']);
+    expect(containerNames(stored.json as V1Pod)).toEqual(['linkerd-proxy', 'app']);
+    expect(warned(stored)).toEqual([]);
+    const debugged = await kubeRequest(cp, 'POST', '/api/v1/namespaces/psa-restricted/pods', restrictedPod('with-debug', { 'config.linkerd.io/enable-debug-sidecar': 'true' }));
+    expect(debugged.status).toBe(403);
+    const message = (debugged.json as { message: string }).message;
+    expect(message).toMatch(/^pods "with-debug" is forbidden: violates PodSecurity "restricted:latest": /);
+    for (const check of ['allowPrivilegeEscalation != false', 'unrestricted capabilities', 'runAsNonRoot != true', 'seccompProfile']) {
+      expect(message).toContain(`${check} (`);
+    }
+    expect(message.match(/container "[a-z-]+"/g)?.every((c) => c === 'container "linkerd-debug"')).toBe(true);
+    expect(debugged.warnings.filter((w) => w.includes('pod_security_refuses_container'))).toEqual([
+      '299 - "start-up risk (pod_security_refuses_container): Pod Security \\"restricted\\" in this namespace refuses linkerd-debug (allowPrivilegeEscalation != false, unrestricted capabilities, runAsNonRoot != true, seccompProfile), and with it the pod"',
+    ]);
+
     await core.replaceNamespacedConfigMap({ name: 'linkerd-config', namespace: 'linkerd', body: { metadata: { name: 'linkerd-config' }, data: { values: VALUES(false) } } });
     await eventually('the configuration to switch back', async () => {
       const probe = await core.createNamespacedPod({ namespace: 'emojivoto', body: podSpec('cni-probe'), dryRun: 'All' });
@@ -240,6 +265,18 @@ describe('with a real kube-apiserver', () => {
     expect(pod.spec?.initContainers?.[1]?.restartPolicy).toBe('Always');
     expect(pod.spec?.initContainers?.[1]?.startupProbe?.httpGet?.path).toBe('/ready');
     expect(containerNames(pod)).toEqual(['app']);
+    // The injector read the API server's release with no more than the chart's RBAC (every client may read /version):
+    // 1.29 or later, so a native sidecar draws no native_sidecar_unsupported warning.
+    const served = (await kubeRequest(cp, 'GET', '/version')).json as { gitVersion: string };
+    const read = injector.logs.filter((l) => l.includes('"msg":"Kubernetes API server version"')).map((l) => (JSON.parse(l) as { kubernetes?: string }).kubernetes);
+    expect(read).toEqual([served.gitVersion]);
+    const again = await kubeRequest(cp, 'POST', '/api/v1/namespaces/emojivoto/pods?dryRun=All', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      ...podSpec('native-again', { 'config.linkerd.io/proxy-enable-native-sidecar': 'true' }),
+    });
+    expect(again.status).toBe(201);
+    expect(warned(again)).toEqual([]);
   });
 
   it('6. hostNetwork pods, kube-system (excluded by the selector) and dry runs behave as specified; a dry run records no event', async () => {
