@@ -292,7 +292,7 @@ export function podPatch(input: PodPatchInput): PodPatch {
     namedPorts: names,
     explicitOpaquePorts,
     podSecurityEnforce,
-    ...(podSecurityEnforce === 'restricted' && { injectedContainers: addedContainers() }),
+    injectedContainers: podSecurityEnforce === 'restricted' ? addedContainers() : undefined,
     kubernetesVersion: input.kubernetesVersion,
   });
   risks.unshift(...takenNameRisks(spec, added, takenVolumes));

@@ -70,7 +70,7 @@ const CONFINING_SECCOMP = new Set(['RuntimeDefault', 'Localhost']);
  * each check in its refusal; the pod's own securityContext stands in where the container's says nothing (for
  * runAsNonRoot, runAsUser and seccompProfile, as the plugin reads them). Empty when it passes.
  */
-export function restrictedViolations(c: Container, spec: PodSpec): string[] {
+function restrictedViolations(c: Container, spec: PodSpec): string[] {
   const own = isObject(c.securityContext) ? c.securityContext : {};
   const pod = isObject(spec['securityContext']) ? spec['securityContext'] : {};
   const out: string[] = [];
