@@ -97,7 +97,7 @@ function ownWorkMicros(bodies) {
       const review = JSON.parse(body);
       const handled = handleAdmission(review.request, withCache);
       if (handled instanceof Promise) throw new Error('bench: the handler waited on a source that answers at once');
-      for (const piece of answerPieces(review.apiVersion, review.request.uid, handled)) sink += piece.length;
+      for (const piece of answerPieces(review.apiVersion, review.request.uid, handled).pieces) sink += piece.length;
     }
   };
   const micros = (pass) => {

@@ -17,7 +17,7 @@ import {
 } from '../engine/index.js';
 import { recordOf, type AdmissionRecord, type AnswerCache } from './answer-cache.js';
 import { failureOf, type AdmissionFailure } from './failures.js';
-import { allowed, boundedWarnings, denied, encodeResponseTail, patched, reviewHeadOf, reviewPieces } from './review.js';
+import { allowed, boundedWarnings, denied, encodeResponseTail, patched, reviewHeadOf, reviewPieces, type ReviewPieces } from './review.js';
 import type { AdmissionApiVersion, AdmissionRequest, AdmissionResponse } from './types.js';
 
 type MaybePromise<T> = T | Promise<T>;
@@ -61,13 +61,15 @@ export type HandledAdmission =
   | { kind: 'failed'; response: AdmissionResponse; failure: AdmissionFailure; owner?: Owner };
 
 /**
- * The JSON of the review that answers a handled request, in the pieces the server writes: a cached answer as its head
- * and the tail bytes it shares with the cache, any other with its patch apart (`reviewPieces`), so that none is copied
- * into a larger one.
+ * The JSON of the review that answers a handled request, in the pieces the server writes, with their size in bytes: a
+ * cached answer as its head and the tail bytes it shares with the cache, any other with its patch apart
+ * (`reviewPieces`), so that none is copied into a larger one.
  */
-export function answerPieces(apiVersion: AdmissionApiVersion, uid: string, handled: HandledAdmission): Array<string | Buffer> {
+export function answerPieces(apiVersion: AdmissionApiVersion, uid: string, handled: HandledAdmission): ReviewPieces {
   const tail = handled.kind === 'evaluated' ? handled.responseTail : undefined;
-  return tail ? [reviewHeadOf(apiVersion, uid), tail] : reviewPieces(apiVersion, handled.response);
+  if (!tail) return reviewPieces(apiVersion, handled.response);
+  const head = reviewHeadOf(apiVersion, uid);
+  return { pieces: [head, tail], bytes: Buffer.byteLength(head) + tail.length };
 }
 
 /** The object's own inject annotation, alone: all that is read of its annotations before the engine reads them. */

@@ -10,7 +10,7 @@ export {
   type AdmissionFailureCode,
   type SourceFailureCode,
 } from './failures.js';
-export { ReviewError, allowed, boundedWarnings, denied, parseReview, patched, reviewResponse, encodeResponseTail, reviewHeadOf, reviewPieces, serializeReview, type ParsedReview } from './review.js';
+export { ReviewError, allowed, boundedWarnings, denied, parseReview, patched, reviewResponse, encodeResponseTail, reviewHeadOf, reviewPieces, serializeReview, type ParsedReview, type ReviewPieces } from './review.js';
 export type {
   AdmissionApiVersion,
   AdmissionRequest,

@@ -147,13 +147,11 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   /** Writes the answer to an admission the handler has dealt with, and says what was done. */
   const send = (response: ServerResponse, apiVersion: AdmissionApiVersion, admission: AdmissionRequest, handled: HandledAdmission, started: number, debug: boolean): void => {
     // node:http corks the socket at the first write until the next tick, so the pieces still leave in one TLS write.
-    const pieces = answerPieces(apiVersion, admission.uid, handled);
+    const { pieces, bytes } = answerPieces(apiVersion, admission.uid, handled);
     metrics.record(handled, admission.namespace ?? '', (performance.now() - started) / 1e3);
     logAdmission(logger, infoLine, debug, admission, handled);
     options.onAdmitted?.(handled, admission);
-    let length = 0;
-    for (const piece of pieces) length += Buffer.byteLength(piece);
-    response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': length });
+    response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': bytes });
     const last = pieces.length - 1;
     for (let i = 0; i < last; i++) response.write(pieces[i]);
     response.end(pieces[last]);

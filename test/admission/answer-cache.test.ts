@@ -350,8 +350,10 @@ describe('handleAdmission with the cache', () => {
       // second: what is sent must be the bytes a fresh answer would have.
       const tail = got.kind === 'evaluated' ? got.responseTail : undefined;
       expect(tail === undefined, `pod ${i}`).toBe(i % 20 === 0);
-      const sent = answerPieces('admission.k8s.io/v1', `uid-${i}`, got).join('');
+      const answer = answerPieces('admission.k8s.io/v1', `uid-${i}`, got);
+      const sent = answer.pieces.join('');
       expect(sent).toBe(serializeReview('admission.k8s.io/v1', want.response));
+      expect(answer.bytes).toBe(Buffer.byteLength(sent));
       if (tail) expect(reviewHeadOf('admission.k8s.io/v1', `uid-${i}`) + tail.toString()).toBe(sent);
       expect(got.kind === 'evaluated' && got.result.name).toBe(`web-${i}`);
       const patch = JSON.stringify(decodedPatch({ response: got.response }));
@@ -368,6 +370,7 @@ describe('serializeReview, a head with an encoded tail, and the pieces written',
   it('writes the same JSON as JSON.stringify of the review, for every kind of response', () => {
     const responses = [
       { uid: 'u"1', allowed: true },
+      { uid: 'ü-4', allowed: true, warnings: ['🚀 wide'], patchType: 'JSONPatch' as const, patch: Buffer.from('[]').toString('base64') },
       { uid: 'u2', allowed: true, warnings: ['a "quoted" warning', 'ünïcode'], patchType: 'JSONPatch' as const, patch: Buffer.from('[{"op":"add"}]').toString('base64') },
       { uid: 'u3', allowed: false, status: { code: 500, message: 'proxy-injector: no\nconfiguration' } },
     ];
@@ -376,8 +379,10 @@ describe('serializeReview, a head with an encoded tail, and the pieces written',
         const plain = JSON.parse(JSON.stringify(reviewResponse(apiVersion, response)));
         expect(JSON.parse(serializeReview(apiVersion, response))).toEqual(plain);
         expect(reviewHeadOf(apiVersion, response.uid) + encodeResponseTail(response).toString()).toBe(serializeReview(apiVersion, response));
-        const pieces = reviewPieces(apiVersion, response);
+        const { pieces, bytes } = reviewPieces(apiVersion, response);
         expect(pieces.join('')).toBe(serializeReview(apiVersion, response));
+        // The Content-Length: the UTF-8 bytes of the whole, with a uid or a warning beyond ASCII.
+        expect(bytes).toBe(Buffer.byteLength(serializeReview(apiVersion, response)));
         // The patch, when there is one, is a piece of its own, the very string of the response.
         if (response.patch !== undefined) expect(pieces).toContain(response.patch);
         else expect(pieces).toHaveLength(1);
