@@ -6,14 +6,9 @@
  */
 import { parseArgs } from 'node:util';
 import { apiErrorMessage, connectToCluster, listAll, listPages, type ClusterConnection } from '../cluster/index.js';
-import { defaultValues, inject, injectAnnotationDecision, isObject, names, withTrustAnchors, type InjectorConfig } from '../engine/index.js';
+import { defaultValues, inject, injectAnnotationDecision, isObject, names, selects, withTrustAnchors, type InjectorConfig, type LabelSelector } from '../engine/index.js';
 import type { CliResult } from './command-io.js';
 import { FAIL, WARN } from './report.js';
-
-interface LabelSelector {
-  matchLabels?: Record<string, string>;
-  matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
-}
 
 /** A mutating webhook as far as the check reads it: which namespaces and objects it is sent. */
 interface Webhook {
@@ -39,27 +34,6 @@ const LINKERD_SELECTORS: Webhook = {
     ],
   },
 };
-
-/** Whether labels match a selector as the API server matches them; no selector, or an empty one, matches all. */
-export function selects(selector: LabelSelector | undefined, labels: Readonly<Record<string, string>>): boolean {
-  for (const [key, value] of Object.entries(selector?.matchLabels ?? {})) if (labels[key] !== value) return false;
-  return (selector?.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
-    const has = Object.hasOwn(labels, key);
-    switch (operator) {
-      case 'In':
-        return has && values.includes(labels[key] as string);
-      case 'NotIn':
-        return !has || !values.includes(labels[key] as string);
-      case 'Exists':
-        return has;
-      case 'DoesNotExist':
-        return !has;
-      default:
-        // The API server refuses any other operator; a selector it would refuse selects nothing.
-        return false;
-    }
-  });
-}
 
 /** A webhook of a proxy injector, this project's (named `*.proxy-injector.io` by its chart) or Linkerd's, sent pods. */
 const isInjectorWebhook = (w: Webhook): boolean =>

@@ -163,3 +163,30 @@ export function covers(value: unknown, part: unknown): boolean {
   if (isObject(part)) return isObject(value) && !Array.isArray(value) && Object.keys(part).every((key) => Object.hasOwn(value, key) && covers(value[key], part[key]));
   return value === part;
 }
+
+/** A label selector, as webhooks and other objects of the API carry it. */
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: Array<{ key: string; operator: string; values?: readonly unknown[] }>;
+}
+
+/** Whether labels match a selector as the API server matches them; no selector, or an empty one, matches all. */
+export function selects(selector: LabelSelector | undefined, labels: Readonly<Record<string, string>>): boolean {
+  for (const [key, value] of Object.entries(selector?.matchLabels ?? {})) if (labels[key] !== value) return false;
+  return (selector?.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
+    const has = Object.hasOwn(labels, key);
+    switch (operator) {
+      case 'In':
+        return has && values.includes(labels[key] as string);
+      case 'NotIn':
+        return !has || !values.includes(labels[key] as string);
+      case 'Exists':
+        return has;
+      case 'DoesNotExist':
+        return !has;
+      default:
+        // The API server refuses any other operator; a selector it would refuse selects nothing.
+        return false;
+    }
+  });
+}

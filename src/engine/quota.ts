@@ -11,7 +11,7 @@
  */
 import { compareVersions, POD_LEVEL_RESOURCES_RELEASE, type KubernetesVersion } from './kubernetes-version.js';
 import { INJECTED_CONTAINERS } from './names.js';
-import { isObject, objectsIn, stringsIn, type Container, type PodSpec } from './k8s.js';
+import { isObject, objectsIn, selects, stringsIn, type Container, type PodSpec } from './k8s.js';
 import { parseQuantity, quantityLess, type Quantity } from './parsers.js';
 import type { StartupRisk } from './risks.js';
 
@@ -196,19 +196,9 @@ function scopeMatches(scope: Record<string, unknown>, pod: ScopedPod): boolean {
     case 'PriorityClass': {
       // A label selector over {PriorityClass: <the pod's class>}, the label absent when the pod names no class.
       const name = typeof pod.spec['priorityClassName'] === 'string' ? pod.spec['priorityClassName'] : '';
-      const values = Array.isArray(scope['values']) ? scope['values'] : [];
-      switch (scope['operator']) {
-        case 'Exists':
-          return name !== '';
-        case 'DoesNotExist':
-          return name === '';
-        case 'In':
-          return name !== '' && values.includes(name);
-        case 'NotIn':
-          return name === '' || !values.includes(name);
-        default:
-          return false;
-      }
+      const values: unknown[] = Array.isArray(scope['values']) ? scope['values'] : [];
+      const operator = typeof scope['operator'] === 'string' ? scope['operator'] : '';
+      return selects({ matchExpressions: [{ key: 'PriorityClass', operator, values }] }, name === '' ? {} : { PriorityClass: name });
     }
     default:
       return false;

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { auditPods, runCheckPods, selects, type PodsReport } from '../../src/cli/check-pods.js';
+import { auditPods, runCheckPods, type PodsReport } from '../../src/cli/check-pods.js';
 import { fakeApi } from '../cluster/fake-api.js';
 
 const ns = (name: string, annotations: Record<string, string> = {}, labels: Record<string, string> = {}) => ({ metadata: { name, annotations, labels } });
@@ -111,22 +111,6 @@ describe('check pods', () => {
     expect(state['kube-system/coredns']).toBe('unmeshed_asked');
     expect(state['meshed/linkerd-identity']).toBe('unmeshed_asked');
     expect(state['opted-out/x']).toBe('unmeshed_asked');
-  });
-
-  it('matches label selectors as the API server does', () => {
-    const labels = { app: 'web', tier: 'front' };
-    expect(selects(undefined, labels)).toBe(true);
-    expect(selects({}, labels)).toBe(true);
-    expect(selects({ matchLabels: { app: 'web' } }, labels)).toBe(true);
-    expect(selects({ matchLabels: { app: 'db' } }, labels)).toBe(false);
-    expect(selects({ matchExpressions: [{ key: 'tier', operator: 'In', values: ['front', 'back'] }] }, labels)).toBe(true);
-    expect(selects({ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }, labels)).toBe(false);
-    expect(selects({ matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['front'] }] }, labels)).toBe(false);
-    expect(selects({ matchExpressions: [{ key: 'zone', operator: 'NotIn', values: ['a'] }] }, labels)).toBe(true);
-    expect(selects({ matchExpressions: [{ key: 'app', operator: 'Exists' }] }, labels)).toBe(true);
-    expect(selects({ matchExpressions: [{ key: 'app', operator: 'DoesNotExist' }] }, labels)).toBe(false);
-    expect(selects({ matchExpressions: [{ key: 'app', operator: 'Gt', values: ['1'] }] }, labels)).toBe(false);
-    expect(selects({ matchLabels: { app: 'web' }, matchExpressions: [{ key: 'zone', operator: 'Exists' }] }, labels)).toBe(false);
   });
 
   it('reads one namespace alone when asked', async () => {

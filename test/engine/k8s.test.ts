@@ -1,6 +1,6 @@
 /** The engine's small helpers over Kubernetes objects. */
 import { describe, expect, it } from 'vitest';
-import { covers } from '../../src/engine/k8s.js';
+import { covers, selects } from '../../src/engine/k8s.js';
 
 describe('covers', () => {
   it('holds for the same value, and for one with more keys (the API server fills in defaults)', () => {
@@ -26,5 +26,23 @@ describe('covers', () => {
 
   it('reads only own keys', () => {
     expect(covers(Object.create({ a: 1 }), { a: 1 })).toBe(false);
+  });
+});
+
+describe('selects', () => {
+  it('matches label selectors as the API server does', () => {
+    const labels = { app: 'web', tier: 'front' };
+    expect(selects(undefined, labels)).toBe(true);
+    expect(selects({}, labels)).toBe(true);
+    expect(selects({ matchLabels: { app: 'web' } }, labels)).toBe(true);
+    expect(selects({ matchLabels: { app: 'db' } }, labels)).toBe(false);
+    expect(selects({ matchExpressions: [{ key: 'tier', operator: 'In', values: ['front', 'back'] }] }, labels)).toBe(true);
+    expect(selects({ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }, labels)).toBe(false);
+    expect(selects({ matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['front'] }] }, labels)).toBe(false);
+    expect(selects({ matchExpressions: [{ key: 'zone', operator: 'NotIn', values: ['a'] }] }, labels)).toBe(true);
+    expect(selects({ matchExpressions: [{ key: 'app', operator: 'Exists' }] }, labels)).toBe(true);
+    expect(selects({ matchExpressions: [{ key: 'app', operator: 'DoesNotExist' }] }, labels)).toBe(false);
+    expect(selects({ matchExpressions: [{ key: 'app', operator: 'Gt', values: ['1'] }] }, labels)).toBe(false);
+    expect(selects({ matchLabels: { app: 'web' }, matchExpressions: [{ key: 'zone', operator: 'Exists' }] }, labels)).toBe(false);
   });
 });
