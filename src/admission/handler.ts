@@ -17,7 +17,7 @@ import {
 } from '../engine/index.js';
 import { recordOf, type AdmissionRecord, type AnswerCache } from './answer-cache.js';
 import { failureOf, type AdmissionFailure } from './failures.js';
-import { allowed, boundedWarnings, denied, encodeResponseTail, patched, reviewHeadOf, reviewPieces, type ReviewPieces } from './review.js';
+import { allowed, boundedWarnings, cachedReviewPieces, denied, encodeResponseTail, patched, reviewPieces, type ReviewPieces } from './review.js';
 import type { AdmissionApiVersion, AdmissionRequest, AdmissionResponse } from './types.js';
 
 type MaybePromise<T> = T | Promise<T>;
@@ -67,9 +67,7 @@ export type HandledAdmission =
  */
 export function answerPieces(apiVersion: AdmissionApiVersion, uid: string, handled: HandledAdmission): ReviewPieces {
   const tail = handled.kind === 'evaluated' ? handled.responseTail : undefined;
-  if (!tail) return reviewPieces(apiVersion, handled.response);
-  const head = reviewHeadOf(apiVersion, uid);
-  return { pieces: [head, tail], bytes: Buffer.byteLength(head) + tail.length };
+  return tail ? cachedReviewPieces(apiVersion, uid, tail) : reviewPieces(apiVersion, handled.response);
 }
 
 /** The object's own inject annotation, alone: all that is read of its annotations before the engine reads them. */

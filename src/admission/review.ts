@@ -165,6 +165,12 @@ export function reviewPieces(apiVersion: AdmissionApiVersion, response: Admissio
 /** What closes a response after its patch, and the review. */
 const PATCH_END = '"}}';
 
+/** The pieces of an answer from the cache: its head, for this uid, and the tail bytes kept with it (encodeResponseTail). */
+export function cachedReviewPieces(apiVersion: AdmissionApiVersion, uid: string, tail: Buffer): ReviewPieces {
+  const head = reviewHeadOf(apiVersion, uid);
+  return { pieces: [head, tail], bytes: Buffer.byteLength(head) + tail.length };
+}
+
 /**
  * The response's JSON after its uid, as bytes: what the cache keeps with an answer. The uid is all that differs between
  * the answers to the pods of one rollout, so each of them is then its head (`reviewHeadOf`) and these same bytes, not
