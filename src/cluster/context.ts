@@ -76,34 +76,49 @@ function eventTarget(handled: HandledAdmission, request: AdmissionRequest, polic
 
 /**
  * The Event an admission deserves, if any: Injected, or InjectionSkipped with Linkerd's reason texts, on the pod's
- * workload (see eventTarget). With the "relevant" policy, pods that nobody asked to mesh get none.
+ * workload (see eventTarget), with Linkerd's messages. With the "relevant" policy, pods that nobody asked to mesh get
+ * none, unless their workload asks where the injector never looks (see misplacedEventFor, which says so).
  */
 export function eventFor(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): PendingEvent | undefined {
   const owner = eventTarget(handled, request, policy);
   if (!owner || handled.kind !== 'evaluated') return undefined;
   const result = handled.result;
-  if (result.outcome === 'injected') {
-    const misplaced = misplacedConfigText(owner, request);
-    const message = misplaced ? `${INJECTED_MESSAGE}; ${misplaced}` : INJECTED_MESSAGE;
-    return { target: owner, type: 'Normal', reason: 'Injected', message: clip(message) };
-  }
+  if (result.outcome === 'injected') return { target: owner, type: 'Normal', reason: 'Injected', message: INJECTED_MESSAGE };
   const unasked = result.reasons.every((r) => r.code === 'injection_enable_annotation_absent');
-  // Asked for where the injector never looks: relevant after all, and the event says where the annotation goes.
-  const misplaced = unasked ? misplacedInjectText(owner) : undefined;
-  if (policy === 'relevant' && unasked && misplaced === undefined) return undefined;
+  if (policy === 'relevant' && unasked && misplacedInjectText(owner) === undefined) return undefined;
   return {
     target: owner,
     type: 'Normal',
     reason: 'InjectionSkipped',
-    message: `${SKIPPED_PREFIX}${result.reasons.map((r) => r.text).join(', ')}${misplaced ? `; ${misplaced}` : ''}`,
+    message: `${SKIPPED_PREFIX}${result.reasons.map((r) => r.text).join(', ')}`,
   };
 }
 
 /**
- * The owner of a pod whose event still depends on reading that owner: a StatefulSet or DaemonSet, whose own metadata
- * its pods never show (see OwnerResolver.withOwnMetadata), for the Injected event of an injected pod (which names proxy
- * annotations left there) and the InjectionSkipped event of a pod nobody asked to mesh (whether there is one, and where
- * the annotation goes). Undefined when the event can be decided now, or there is none to decide.
+ * A Warning event on a workload that carries Linkerd's annotations on its own metadata, where the injector never reads
+ * them (linkerd/linkerd2#4125): `linkerd.io/inject: enabled` while its pods are skipped for the want of it, or proxy
+ * settings its injected pods do not carry, so that the proxy runs without them. Each says where the annotation goes.
+ * A Warning, apart from Linkerd's own events, so that whatever watches Warning events sees the mistake; on the same
+ * workloads as eventFor, under every policy but "none".
+ */
+export function misplacedEventFor(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): PendingEvent | undefined {
+  const owner = eventTarget(handled, request, policy);
+  if (!owner || handled.kind !== 'evaluated') return undefined;
+  const result = handled.result;
+  const text =
+    result.outcome === 'injected'
+      ? misplacedConfigText(owner, request)
+      : result.reasons.every((r) => r.code === 'injection_enable_annotation_absent')
+        ? misplacedInjectText(owner)
+        : undefined;
+  return text === undefined ? undefined : { target: owner, type: 'Warning', reason: 'MisplacedAnnotation', message: clip(text) };
+}
+
+/**
+ * The owner of a pod whose events still depend on reading that owner: a StatefulSet or DaemonSet, whose own metadata
+ * its pods never show (see OwnerResolver.withOwnMetadata), for the MisplacedAnnotation Warning of an injected pod (proxy
+ * annotations left there) and the events of a pod nobody asked to mesh (whether InjectionSkipped is relevant, and the
+ * Warning that says where the annotation goes). Undefined when the events can be decided now, or there are none.
  */
 export function ownerToRead(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): ResolvedOwner | undefined {
   const owner = eventTarget(handled, request, policy);
@@ -122,7 +137,7 @@ function misplacedInjectText(owner: ResolvedOwner): string | undefined {
   const value = owner.misplacedInject;
   if (value !== names.INJECT_ENABLED && value !== names.INJECT_INGRESS) return undefined;
   const { where, belongs } = placesOf(owner);
-  return `${names.INJECT_ANNOTATION}: ${value} is on ${where}, which the injector never reads (it sees only the pods): move it to ${belongs}`;
+  return `${names.INJECT_ANNOTATION}: ${value} is on ${where}, which the injector never reads (it sees only the pods), so its pods are not injected: move it to ${belongs}`;
 }
 
 /** Where a workload's annotations are that its pods never show, and where they would reach the pods. */
@@ -268,17 +283,21 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
     onWritten: (ok) => metrics.events.inc({ result: ok ? 'written' : 'failed' }),
   });
 
+  /** Linkerd's event for an admission, and the Warning for annotations its workload has where they do nothing. */
+  const recordEvents = (handled: HandledAdmission, request: AdmissionRequest): void => {
+    const event = eventFor(handled, request, options.events);
+    if (event) recorder.record(event);
+    const misplaced = misplacedEventFor(handled, request, options.events);
+    if (misplaced) recorder.record(misplaced);
+  };
+
   const onAdmitted = (handled: HandledAdmission, request: AdmissionRequest): void => {
     const toRead = ownerToRead(handled, request, options.events);
     if (toRead && handled.kind === 'evaluated') {
       // Read after the pod was answered, and never failing: a workload that cannot be read gets the event it had.
-      void owners.withOwnMetadata(toRead).then((owner) => {
-        const event = eventFor({ ...handled, owner }, request, options.events);
-        if (event) recorder.record(event);
-      });
+      void owners.withOwnMetadata(toRead).then((owner) => recordEvents({ ...handled, owner }, request));
     } else {
-      const event = eventFor(handled, request, options.events);
-      if (event) recorder.record(event);
+      recordEvents(handled, request);
     }
     const risky = riskEventFor(handled, request, options.events);
     if (risky) recorder.record(risky);

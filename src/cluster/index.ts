@@ -2,6 +2,7 @@
 export {
   createContext,
   eventFor,
+  misplacedEventFor,
   riskEventFor,
   LINKERD_TRUST_ROOTS_PATH,
   LINKERD_VALUES_PATH,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { handleAdmission } from '../../src/admission/handler.js';
 import type { AdmissionRequest } from '../../src/admission/types.js';
-import { eventFor, ownerToRead, riskEventFor, type EventPolicy } from '../../src/cluster/context.js';
+import { eventFor, misplacedEventFor, ownerToRead, riskEventFor, type EventPolicy } from '../../src/cluster/context.js';
 import type { ResolvedOwner } from '../../src/cluster/owners.js';
 import { admissionReview } from '../support/admission.js';
 import { pod, testConfig } from '../support/engine.js';
@@ -25,6 +25,11 @@ async function admitted(object: Record<string, unknown>, opts: EventOptions) {
 async function event(object: Record<string, unknown>, opts: EventOptions = {}) {
   const { handled, request } = await admitted(object, opts);
   return eventFor(handled, request, opts.policy ?? 'relevant');
+}
+
+async function misplacedEvent(object: Record<string, unknown>, opts: EventOptions = {}) {
+  const { handled, request } = await admitted(object, opts);
+  return misplacedEventFor(handled, request, opts.policy ?? 'relevant');
 }
 
 async function riskEvent(object: Record<string, unknown>, opts: EventOptions = {}) {
@@ -58,44 +63,21 @@ describe('eventFor', () => {
     );
   });
 
-  it('a workload asking on its own metadata, where the injector never looks, is relevant: the event says where it goes', async () => {
+  it('a workload asking on its own metadata, where the injector never looks, is relevant: its pods get Linkerd’s skip event', async () => {
     const misplaced = { ...deployment, misplacedInject: 'enabled' };
-    expect((await event(pod(), { owner: misplaced }))?.message).toBe(
-      'Linkerd sidecar proxy injection skipped: neither the namespace nor the pod have the annotation "linkerd.io/inject:enabled"; ' +
-        "linkerd.io/inject: enabled is on the Deployment's own metadata, which the injector never reads (it sees only the pods): " +
-        'move it to spec.template.metadata.annotations',
-    );
-    const cronJob: ResolvedOwner = { kind: 'cronjob', name: 'nightly', apiKind: 'CronJob', apiVersion: 'batch/v1', namespace: 'shop', misplacedInject: 'enabled' };
-    expect((await event(pod(), { owner: cronJob }))?.message).toMatch(/is on the CronJob's jobTemplate metadata, .*move it to spec\.jobTemplate\.spec\.template\.metadata\.annotations$/);
-    // disabled there asks for nothing; a pod skipped for another reason keeps its own reason alone.
+    expect(await event(pod(), { owner: misplaced })).toEqual({
+      target: misplaced,
+      type: 'Normal',
+      reason: 'InjectionSkipped',
+      message: 'Linkerd sidecar proxy injection skipped: neither the namespace nor the pod have the annotation "linkerd.io/inject:enabled"',
+    });
+    // disabled there asks for nothing.
     expect(await event(pod(), { owner: { ...deployment, misplacedInject: 'disabled' } })).toBeUndefined();
-    const host = pod({ annotations: { 'linkerd.io/inject': 'enabled' }, spec: { hostNetwork: true, containers: [{ name: 'a', image: 'a' }] } });
-    expect((await event(host, { owner: misplaced }))?.message).toBe('Linkerd sidecar proxy injection skipped: hostNetwork is enabled');
   });
 
-  it('an injected pod whose workload carries proxy annotations on its own metadata: the Injected event names them', async () => {
-    const keys = ['config.linkerd.io/proxy-cpu-limit', 'config.linkerd.io/proxy-memory-limit'];
-    const owner = { ...deployment, misplacedConfig: keys };
-    expect((await event(enabled(), { owner }))?.message).toBe(
-      'Linkerd sidecar proxy injected; config.linkerd.io/proxy-cpu-limit, config.linkerd.io/proxy-memory-limit are on the ' +
-        "Deployment's own metadata, which the injector never reads (it sees only the pods), so the proxy runs without them: " +
-        'move them to spec.template.metadata.annotations',
-    );
-    // One the pod carries too reaches the proxy: only the other is named.
-    const both = pod({ annotations: { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-cpu-limit': '1' } });
-    expect((await event(both, { owner }))?.message).toBe(
-      "Linkerd sidecar proxy injected; config.linkerd.io/proxy-memory-limit is on the Deployment's own metadata, which the " +
-        'injector never reads (it sees only the pods), so the proxy runs without it: move it to spec.template.metadata.annotations',
-    );
-    const cronJob: ResolvedOwner = { kind: 'cronjob', name: 'nightly', apiKind: 'CronJob', apiVersion: 'batch/v1', namespace: 'shop', misplacedConfig: keys };
-    expect((await event(enabled(), { owner: cronJob }))?.message).toMatch(/are on the CronJob's jobTemplate metadata, .*move them to spec\.jobTemplate\.spec\.template\.metadata\.annotations$/);
-    // Many of them: the message is clipped to what an event holds.
-    const many = { ...deployment, misplacedConfig: Array.from({ length: 60 }, (_, i) => `config.linkerd.io/setting-${i}`) };
-    const long = (await event(enabled(), { owner: many }))?.message ?? '';
-    expect(long).toHaveLength(1024);
-    expect(long.endsWith('…')).toBe(true);
-    // A skipped pod's event says nothing of them.
-    expect((await event(pod(), { owner, policy: 'all' }))?.message).not.toMatch(/proxy-cpu-limit/);
+  it('an injected pod gets Linkerd’s Injected event, whatever its workload carries on its own metadata', async () => {
+    const owner = { ...deployment, misplacedConfig: ['config.linkerd.io/proxy-cpu-limit'] };
+    expect(await event(enabled(), { owner })).toEqual({ target: owner, type: 'Normal', reason: 'Injected', message: 'Linkerd sidecar proxy injected' });
   });
 
   it('none: never', async () => {
@@ -111,13 +93,13 @@ describe('eventFor', () => {
     };
     expect(await toRead(pod(), { owner: statefulSet })).toBe(statefulSet);
     expect(await toRead(pod(), { owner: daemonSet, policy: 'all' })).toBe(daemonSet);
-    // Once read, the event reads as a Deployment's does.
-    expect((await event(pod(), { owner: { ...statefulSet, misplacedInject: 'enabled' } }))?.message).toMatch(
-      /is on the StatefulSet's own metadata, which the injector never reads \(it sees only the pods\): move it to spec\.template\.metadata\.annotations$/,
+    // Once read, the Warning reads as a Deployment's does.
+    expect((await misplacedEvent(pod(), { owner: { ...statefulSet, misplacedInject: 'enabled' } }))?.message).toMatch(
+      /is on the StatefulSet's own metadata, which the injector never reads \(it sees only the pods\), so its pods are not injected: move it to spec\.template\.metadata\.annotations$/,
     );
     expect(await toRead(enabled(), { owner: statefulSet })).toBe(statefulSet);
-    expect((await event(enabled(), { owner: { ...statefulSet, misplacedConfig: ['config.linkerd.io/proxy-cpu-limit'] } }))?.message).toMatch(
-      /^Linkerd sidecar proxy injected; config\.linkerd\.io\/proxy-cpu-limit is on the StatefulSet's own metadata/,
+    expect((await misplacedEvent(enabled(), { owner: { ...statefulSet, misplacedConfig: ['config.linkerd.io/proxy-cpu-limit'] } }))?.message).toMatch(
+      /^config\.linkerd\.io\/proxy-cpu-limit is on the StatefulSet's own metadata/,
     );
     // Nothing to read: the owner read already, another kind, a pod skipped for another reason, no event.
     expect(await toRead(pod(), { owner: { ...statefulSet, misplacedInject: 'disabled' } })).toBeUndefined();
@@ -140,6 +122,70 @@ describe('eventFor', () => {
   it('hostNetwork pods are skipped with their reason', async () => {
     const p = pod({ annotations: { 'linkerd.io/inject': 'enabled' }, spec: { hostNetwork: true, containers: [{ name: 'a', image: 'a' }] } });
     expect((await event(p))?.message).toBe('Linkerd sidecar proxy injection skipped: hostNetwork is enabled');
+  });
+});
+
+describe('misplacedEventFor', () => {
+  it('a Warning where the workload asks for injection on its own metadata, saying where the annotation goes', async () => {
+    const misplaced = { ...deployment, misplacedInject: 'enabled' };
+    expect(await misplacedEvent(pod(), { owner: misplaced })).toEqual({
+      target: misplaced,
+      type: 'Warning',
+      reason: 'MisplacedAnnotation',
+      message:
+        "linkerd.io/inject: enabled is on the Deployment's own metadata, which the injector never reads (it sees only the pods), " +
+        'so its pods are not injected: move it to spec.template.metadata.annotations',
+    });
+    const cronJob: ResolvedOwner = { kind: 'cronjob', name: 'nightly', apiKind: 'CronJob', apiVersion: 'batch/v1', namespace: 'shop', misplacedInject: 'enabled' };
+    expect((await misplacedEvent(pod(), { owner: cronJob }))?.message).toMatch(/is on the CronJob's jobTemplate metadata, .*move it to spec\.jobTemplate\.spec\.template\.metadata\.annotations$/);
+    // ingress there asks too.
+    expect((await misplacedEvent(pod(), { owner: { ...deployment, misplacedInject: 'ingress' } }))?.message).toMatch(/^linkerd\.io\/inject: ingress is on/);
+  });
+
+  it('none when the annotation asks for nothing, or the pod is skipped for another reason, or injected anyway', async () => {
+    const misplaced = { ...deployment, misplacedInject: 'enabled' };
+    expect(await misplacedEvent(pod(), { owner: { ...deployment, misplacedInject: 'disabled' } })).toBeUndefined();
+    const host = pod({ annotations: { 'linkerd.io/inject': 'enabled' }, spec: { hostNetwork: true, containers: [{ name: 'a', image: 'a' }] } });
+    expect(await misplacedEvent(host, { owner: misplaced })).toBeUndefined();
+    // Injected through the namespace: the misplaced annotation does no harm.
+    expect(await misplacedEvent(pod(), { owner: misplaced, ns: { 'linkerd.io/inject': 'enabled' } })).toBeUndefined();
+    expect(await misplacedEvent(pod(), { owner: deployment, policy: 'all' })).toBeUndefined();
+  });
+
+  it('a Warning naming the proxy annotations an injected pod’s workload carries on its own metadata and the pod does not', async () => {
+    const keys = ['config.linkerd.io/proxy-cpu-limit', 'config.linkerd.io/proxy-memory-limit'];
+    const owner = { ...deployment, misplacedConfig: keys };
+    expect(await misplacedEvent(enabled(), { owner })).toEqual({
+      target: owner,
+      type: 'Warning',
+      reason: 'MisplacedAnnotation',
+      message:
+        "config.linkerd.io/proxy-cpu-limit, config.linkerd.io/proxy-memory-limit are on the Deployment's own metadata, which the " +
+        'injector never reads (it sees only the pods), so the proxy runs without them: move them to spec.template.metadata.annotations',
+    });
+    // One the pod carries too reaches the proxy: only the other is named; with both on the pod, none.
+    const one = pod({ annotations: { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-cpu-limit': '1' } });
+    expect((await misplacedEvent(one, { owner }))?.message).toBe(
+      "config.linkerd.io/proxy-memory-limit is on the Deployment's own metadata, which the injector never reads (it sees only " +
+        'the pods), so the proxy runs without it: move it to spec.template.metadata.annotations',
+    );
+    const both = pod({ annotations: { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-cpu-limit': '1', 'config.linkerd.io/proxy-memory-limit': '1Gi' } });
+    expect(await misplacedEvent(both, { owner })).toBeUndefined();
+    const cronJob: ResolvedOwner = { kind: 'cronjob', name: 'nightly', apiKind: 'CronJob', apiVersion: 'batch/v1', namespace: 'shop', misplacedConfig: keys };
+    expect((await misplacedEvent(enabled(), { owner: cronJob }))?.message).toMatch(/are on the CronJob's jobTemplate metadata, .*move them to spec\.jobTemplate\.spec\.template\.metadata\.annotations$/);
+    // Many of them: the message is clipped to what an event holds.
+    const many = { ...deployment, misplacedConfig: Array.from({ length: 60 }, (_, i) => `config.linkerd.io/setting-${i}`) };
+    const long = (await misplacedEvent(enabled(), { owner: many }))?.message ?? '';
+    expect(long).toHaveLength(1024);
+    expect(long.endsWith('…')).toBe(true);
+    // A skipped pod's proxy runs nowhere: nothing to say of them.
+    expect(await misplacedEvent(pod(), { owner, policy: 'all' })).toBeUndefined();
+  });
+
+  it('none under "none", for a dry run, or for a pod without a workload to put it on', async () => {
+    const owner = { ...deployment, misplacedInject: 'enabled' };
+    expect(await misplacedEvent(pod(), { owner, policy: 'none' })).toBeUndefined();
+    expect(await misplacedEvent(pod(), { owner, dryRun: true })).toBeUndefined();
   });
 });
 

@@ -550,18 +550,23 @@ describe('with a real kube-apiserver', () => {
     });
     for (const kind of ['Deployment', 'StatefulSet']) {
       const name = kind === 'Deployment' ? 'misplaced' : 'misplaced-db';
-      const skipped = await eventually(`the InjectionSkipped event on the ${kind}`, async () =>
-        (await eventsFor('plain', kind, name)).find((e) => e.reason === 'InjectionSkipped'),
-      );
-      expect(skipped.message).toBe(
-        'Linkerd sidecar proxy injection skipped: neither the namespace nor the pod have the annotation "linkerd.io/inject:enabled"; ' +
-          `linkerd.io/inject: enabled is on the ${kind}'s own metadata, which the injector never reads (it sees only the pods): ` +
-          'move it to spec.template.metadata.annotations',
+      const events = await eventually(`the InjectionSkipped and MisplacedAnnotation events on the ${kind}`, async () => {
+        const all = await eventsFor('plain', kind, name);
+        return all.some((e) => e.reason === 'InjectionSkipped') && all.some((e) => e.reason === 'MisplacedAnnotation') ? all : undefined;
+      });
+      const skipped = events.find((e) => e.reason === 'InjectionSkipped');
+      expect(skipped?.type).toBe('Normal');
+      expect(skipped?.message).toBe('Linkerd sidecar proxy injection skipped: neither the namespace nor the pod have the annotation "linkerd.io/inject:enabled"');
+      const misplaced = events.find((e) => e.reason === 'MisplacedAnnotation');
+      expect(misplaced?.type).toBe('Warning');
+      expect(misplaced?.message).toBe(
+        `linkerd.io/inject: enabled is on the ${kind}'s own metadata, which the injector never reads (it sees only the pods), ` +
+          'so its pods are not injected: move it to spec.template.metadata.annotations',
       );
     }
 
-    // Injected, but with a proxy setting left on the workload's own metadata: the Injected event names it, and the
-    // proxy indeed runs without it.
+    // Injected, but with a proxy setting left on the workload's own metadata: a Warning beside Linkerd's Injected event
+    // names it, and the proxy indeed runs without it.
     await apps.createNamespacedDeployment({
       namespace: 'emojivoto',
       body: { metadata: { name: 'misplaced-config', annotations: { 'config.linkerd.io/proxy-cpu-limit': '3' } }, spec: { replicas: 1, ...spec('misplaced-config') } },
@@ -575,12 +580,16 @@ describe('with a real kube-apiserver', () => {
     });
     for (const kind of ['Deployment', 'StatefulSet']) {
       const name = kind === 'Deployment' ? 'misplaced-config' : 'misplaced-config-db';
-      const injected = await eventually(`the Injected event on the ${kind}`, async () =>
-        (await eventsFor('emojivoto', kind, name)).find((e) => e.reason === 'Injected'),
-      );
-      expect(injected.message).toBe(
-        `Linkerd sidecar proxy injected; config.linkerd.io/proxy-cpu-limit is on the ${kind}'s own metadata, which the ` +
-          'injector never reads (it sees only the pods), so the proxy runs without it: move it to spec.template.metadata.annotations',
+      const events = await eventually(`the Injected and MisplacedAnnotation events on the ${kind}`, async () => {
+        const all = await eventsFor('emojivoto', kind, name);
+        return all.some((e) => e.reason === 'Injected') && all.some((e) => e.reason === 'MisplacedAnnotation') ? all : undefined;
+      });
+      expect(events.find((e) => e.reason === 'Injected')?.message).toBe('Linkerd sidecar proxy injected');
+      const misplaced = events.find((e) => e.reason === 'MisplacedAnnotation');
+      expect(misplaced?.type).toBe('Warning');
+      expect(misplaced?.message).toBe(
+        `config.linkerd.io/proxy-cpu-limit is on the ${kind}'s own metadata, which the injector never reads (it sees only the ` +
+          'pods), so the proxy runs without it: move it to spec.template.metadata.annotations',
       );
     }
     const db = await eventually('the pod of misplaced-config-db', async () => (await core.listNamespacedPod({ namespace: 'emojivoto', labelSelector: 'app=misplaced-config-db' })).items[0]);
