@@ -80,6 +80,25 @@ function labelKey(open: OpenLabels, annotationAt: string): string {
   return key;
 }
 
+/**
+ * The key of the folded label set for each `annotation_at`, made once: past the cap, every admission whose label set is
+ * new is counted under it, and building its 43 labels into a new text and hashing that text, twice per admission, was
+ * most of what counting such an admission cost.
+ */
+const foldedKeys = new Map<string, string>();
+
+function foldedKey(annotationAt: string): string {
+  let key = foldedKeys.get(annotationAt);
+  if (key === undefined) {
+    key = labelKey(FOLDED, annotationAt);
+    foldedKeys.set(annotationAt, key);
+  }
+  return key;
+}
+
+/** Most response prefixes (skip and its reasons) whose folded key is remembered per `annotation_at`. */
+const MAX_FOLDED_RESPONSE_KEYS = 64;
+
 function isEmpty(map: Record<string, string>): boolean {
   for (const _ in map) return false;
   return true;
@@ -162,6 +181,7 @@ export class InjectorMetrics {
     ['status', 'reason'],
   );
   private readonly configValues = new ConfigLabelValues();
+  private readonly foldedResponseKeys = new Map<string, Map<string, string>>();
   private readonly requestSets = new LabelSetCap();
   private readonly responseSets = new LabelSetCap();
   /** Linkerd configuration reloads after the first load, by whether the new configuration was applied or refused. */
@@ -240,7 +260,7 @@ export class InjectorMetrics {
     const at = result.annotationAt;
     const requestKey = labelKey(open, at);
     const request = this.requestSets.admit(requestKey) ? open : FOLDED;
-    this.requests.add(request === open ? requestKey : labelKey(FOLDED, at), () => labelSet(request, at));
+    this.requests.add(request === open ? requestKey : foldedKey(at), () => labelSet(request, at));
     let skip: { skip: string; skip_reason: string };
     if (result.outcome !== 'skipped') skip = { skip: 'false', skip_reason: '' };
     else if (result.kind === 'pod') skip = { skip: 'true', skip_reason: result.reasons.map((r) => r.code).join(',') };
@@ -249,7 +269,19 @@ export class InjectorMetrics {
     // Made once: the same string object is hashed once for both lookups.
     const responseKey = prefix + requestKey;
     const response = this.responseSets.admit(responseKey) ? open : FOLDED;
-    this.responses.add(response === open ? responseKey : prefix + labelKey(FOLDED, at), () => ({ ...labelSet(response, at), ...skip }));
+    this.responses.add(response === open ? responseKey : this.foldedResponseKey(prefix, at), () => ({ ...labelSet(response, at), ...skip }));
+  }
+
+  /** The folded response key for a skip prefix and an `annotation_at`, remembered (see foldedKey). */
+  private foldedResponseKey(prefix: string, annotationAt: string): string {
+    let byPrefix = this.foldedResponseKeys.get(annotationAt);
+    if (!byPrefix) this.foldedResponseKeys.set(annotationAt, (byPrefix = new Map()));
+    let key = byPrefix.get(prefix);
+    if (key === undefined) {
+      key = prefix + foldedKey(annotationAt);
+      if (byPrefix.size < MAX_FOLDED_RESPONSE_KEYS) byPrefix.set(prefix, key);
+    }
+    return key;
   }
 
   /** The configuration labels' values: the few annotations a workload sets, the rest unset. */

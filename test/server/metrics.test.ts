@@ -104,6 +104,37 @@ describe('admission counters stay bounded', () => {
     // Bounded text too: a scrape is at most a few hundred KiB however many pods came by.
     expect(Buffer.byteLength(text)).toBeLessThan(2 * 1024 * 1024);
   });
+
+  it('past the cap, injected and skipped pods are folded apart, each response under its own skip labels, across scrapes', async () => {
+    const metrics = new InjectorMetrics({ processMetrics: false });
+    const injected = await handledPod();
+    // Opted out, with no namespace asking: skipped for the want of the enable annotation, its annotation_at "".
+    const unasked = await handledPod({ 'linkerd.io/inject': 'disabled' });
+    const hostNetwork = await (async () => {
+      const review = admissionReview(pod({ annotations: { 'linkerd.io/inject': 'enabled' }, spec: { hostNetwork: true, containers: [{ name: 'a', image: 'a' }] } }));
+      const config = testConfig();
+      return handleAdmission(review['request'] as AdmissionRequest, { config: () => config, namespaceAnnotations: () => undefined });
+    })();
+    const samples = [injected, unasked, hostNetwork];
+    const pods = 3 * MAX_LABEL_SETS;
+    for (let i = 0; i < pods; i++) {
+      metrics.record(withConfiguration(samples[i % 3] as HandledAdmission, { [LOG_LEVEL]: `v${i}` }, 'deployment'), `ns-${i}`, 0.001);
+      // A scrape hands the counts so far to the registry (whose totals go on): the folded series count on after it.
+      if (i === 2 * MAX_LABEL_SETS) await metrics.metrics();
+    }
+    const text = await metrics.metrics();
+    const folded = (name: string, skip: string) =>
+      series(text, name)
+        .filter((l) => l.includes('namespace="other"') && l.includes(skip))
+        .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    // Each sample is a third of the pods; the first MAX_LABEL_SETS request sets and response sets were counted apart.
+    expect(folded('proxy_inject_admission_requests_total', '')).toBe(pods - MAX_LABEL_SETS);
+    const responses = ['skip="false",skip_reason=""', 'skip="true",skip_reason="injection_enable_annotation_absent"', 'skip="true",skip_reason="host_network_enabled"'];
+    const foldedResponses = responses.map((labels) => folded('proxy_inject_admission_responses_total', labels));
+    expect(foldedResponses.reduce((a, b) => a + b, 0)).toBe(pods - MAX_LABEL_SETS);
+    // Past the cap the three kinds come in turn, so each is folded about as often as the others.
+    for (const count of foldedResponses) expect(count).toBeGreaterThanOrEqual(Math.floor((pods - MAX_LABEL_SETS) / 3) - 1);
+  });
 });
 
 describe('refused requests', () => {
