@@ -63,6 +63,10 @@ export interface InjectorContext {
 const INJECTED_MESSAGE = 'Linkerd sidecar proxy injected';
 const SKIPPED_PREFIX = 'Linkerd sidecar proxy injection skipped: ';
 
+/** Whether a pod was skipped only because nothing asked for it: neither it nor its namespace has the annotation. */
+const nobodyAsked = (result: { reasons: ReadonlyArray<{ code: string }> }): boolean =>
+  result.reasons.every((r) => r.code === 'injection_enable_annotation_absent');
+
 /**
  * The workload an evaluated pod's events go on: none for a dry run (no side effects), with the policy "none", for
  * Services, and for a pod with neither an owner nor a name yet.
@@ -84,8 +88,7 @@ export function eventFor(handled: HandledAdmission, request: AdmissionRequest, p
   if (!owner || handled.kind !== 'evaluated') return undefined;
   const result = handled.result;
   if (result.outcome === 'injected') return { target: owner, type: 'Normal', reason: 'Injected', message: INJECTED_MESSAGE };
-  const unasked = result.reasons.every((r) => r.code === 'injection_enable_annotation_absent');
-  if (policy === 'relevant' && unasked && misplacedInjectText(owner) === undefined) return undefined;
+  if (policy === 'relevant' && nobodyAsked(result) && misplacedInjectText(owner) === undefined) return undefined;
   return {
     target: owner,
     type: 'Normal',
@@ -108,7 +111,7 @@ export function misplacedEventFor(handled: HandledAdmission, request: AdmissionR
   const text =
     result.outcome === 'injected'
       ? misplacedConfigText(owner, request)
-      : result.reasons.every((r) => r.code === 'injection_enable_annotation_absent')
+      : nobodyAsked(result)
         ? misplacedInjectText(owner)
         : undefined;
   return text === undefined ? undefined : { target: owner, type: 'Warning', reason: 'MisplacedAnnotation', message: clip(text) };
@@ -126,7 +129,7 @@ export function ownerToRead(handled: HandledAdmission, request: AdmissionRequest
   if (owner.misplacedInject !== undefined || owner.misplacedConfig !== undefined) return undefined;
   if (owner.apiKind !== 'StatefulSet' && owner.apiKind !== 'DaemonSet') return undefined;
   if (handled.result.outcome === 'injected') return owner;
-  return handled.result.reasons.every((r) => r.code === 'injection_enable_annotation_absent') ? owner : undefined;
+  return nobodyAsked(handled.result) ? owner : undefined;
 }
 
 /**
