@@ -12,7 +12,7 @@
  * keeping an answer nobody asks for again cost about as much as computing it, most of it in the garbage collector
  * moving the entry out of the young generation.
  */
-import { isObject, type InjectionResult, type InjectorConfig, type Owner } from '../engine/index.js';
+import { isObject, versionText, type InjectionResult, type InjectorConfig, type KubernetesVersion, type Owner } from '../engine/index.js';
 
 /**
  * The engine's record without its patch: what metrics, events and logs read. The patch itself is in the response, as
@@ -66,8 +66,8 @@ export interface AnswerQuestion {
   namespaceLabels?: Record<string, string> | undefined;
   /** The version of the namespace's ResourceQuotas and LimitRanges, when it has any: they change the warnings too. */
   constraintsVersion?: string | undefined;
-  /** The API server's release ("1.28"), when known: it changes the warnings of a pod whose proxy is a native sidecar. */
-  kubernetesVersion?: string | undefined;
+  /** The API server's release, when known: it changes the warnings of a pod whose proxy is a native sidecar. */
+  kubernetesVersion?: KubernetesVersion | undefined;
   owner: Owner | undefined;
   /**
    * Which controller made the object (its controller reference's uid): the cache first compares the object with the
@@ -180,7 +180,7 @@ const ownerText = (owner: Owner | undefined): string => (owner ? `${owner.kind}/
 const namespaceText = (question: Pick<AnswerQuestion, 'namespaceLabels' | 'constraintsVersion' | 'kubernetesVersion'>): string =>
   question.namespaceLabels === undefined && question.constraintsVersion === undefined && question.kubernetesVersion === undefined
     ? ''
-    : `${question.namespaceLabels ? JSON.stringify(question.namespaceLabels) : ''}\u0000${question.constraintsVersion ?? ''}\u0000${question.kubernetesVersion ?? ''}`;
+    : `${question.namespaceLabels ? JSON.stringify(question.namespaceLabels) : ''}\u0000${question.constraintsVersion ?? ''}\u0000${question.kubernetesVersion ? versionText(question.kubernetesVersion) : ''}`;
 
 /**
  * The object serialised with PER_POD_METADATA set aside. Those fields are set to undefined for the serialisation and

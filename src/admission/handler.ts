@@ -9,7 +9,6 @@ import {
   names,
   riskWarning,
   runsOnWindows,
-  versionText,
   type InjectorConfig,
   type KubernetesVersion,
   type Owner,
@@ -224,7 +223,7 @@ function evaluate(
           namespaceAnnotations: nsAnnotations,
           namespaceLabels: nsLabels,
           constraintsVersion: constraints?.version,
-          kubernetesVersion: kubernetesVersion && versionText(kubernetesVersion),
+          kubernetesVersion,
           owner,
           controller,
         })
