@@ -15,14 +15,14 @@
  * build's dist/ inside this repository, such as a BENCH_BASELINE copy, to profile that build the same way), BENCH_TOP
  * (functions listed per mix, 12).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { MIXES } from './reviews.mjs';
-import { endsWithThisProcess, imageNodeOptions, listeningUrls, whenThisProcessEnds } from './serve-process.mjs';
+import { cpuSecondsOf, endsWithThisProcess, imageNodeOptions, listeningUrls, onServerCore, runOnLoadCore, whenThisProcessEnds } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const mixes = (process.env['BENCH_MIXES'] ?? 'rollout,distinct').split(',');
@@ -41,11 +41,7 @@ if (!existsSync(join(dist, 'cli', 'main.js'))) {
   process.exit(2);
 }
 
-const canPin = process.platform === 'linux' && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
-if (canPin && process.env['BENCH_PINNED'] === undefined) {
-  const run = spawnSync('taskset', ['-c', '1', process.execPath, fileURLToPath(import.meta.url)], { stdio: 'inherit', env: { ...process.env, BENCH_PINNED: '1' } });
-  process.exit(run.status ?? 1);
-}
+runOnLoadCore(import.meta.url);
 
 /**
  * Kinds of work, tried in this order on each sample's stack (leaf first). The names are this project's functions and
@@ -96,11 +92,6 @@ function summarise(profile) {
 
 const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-profile-'));
 whenThisProcessEnds(() => rmSync(dir, { recursive: true, force: true }));
-const clockTicks = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim() || '100');
-const cpuSecondsOf = (pid) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
-};
 
 async function load(url, bodies, duration) {
   let next = 0;
@@ -113,14 +104,15 @@ async function load(url, bodies, duration) {
 }
 
 const pct = (share) => `${(100 * share).toFixed(1).padStart(5)}%`;
-console.log(`bench: profiling ${relative(root, dist) || dist} under Node ${process.versions.node}, NODE_OPTIONS="${imageNodeOptions(root)}", ${seconds} s per mix, ${connections} connections`);
+const nodeOptions = imageNodeOptions(root);
+console.log(`bench: profiling ${relative(root, dist) || dist} under Node ${process.versions.node}, NODE_OPTIONS="${nodeOptions}", ${seconds} s per mix, ${connections} connections`);
 for (const mix of mixes) {
   const profiles = join(dir, mix);
   const args = ['--cpu-prof', '--cpu-prof-dir', profiles, '--cpu-prof-interval', '100', join(dist, 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--tls-dir', join(dir, 'tls'), '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'];
   const child = endsWithThisProcess(
-    spawn(canPin ? 'taskset' : process.execPath, canPin ? ['-c', '0', process.execPath, ...args] : args, {
+    spawn(...onServerCore(args), {
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, KUBECONFIG: '', HOME: dir, NODE_OPTIONS: imageNodeOptions(root) },
+      env: { ...process.env, KUBECONFIG: '', HOME: dir, NODE_OPTIONS: nodeOptions },
     }),
   );
   const { webhook } = await listeningUrls(child);

@@ -2,9 +2,11 @@
  * What the benchmarks that run `proxy-injector serve` as a process share: the image's memory flags, its start, reviews,
  * and the median of repeated measures.
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /** The image's NODE_OPTIONS, read from the Dockerfile so that the two cannot drift apart. */
 export function imageNodeOptions(root) {
@@ -12,6 +14,36 @@ export function imageNodeOptions(root) {
   const nodeOptions = /^ENV NODE_OPTIONS="([^"]*)"/m.exec(dockerfile)?.[1];
   if (!nodeOptions) throw new Error('no ENV NODE_OPTIONS="..." line in the Dockerfile');
   return nodeOptions;
+}
+
+let pinnable;
+/** Whether processes can be pinned to a core here (Linux with taskset); asked once. */
+export function canPin() {
+  pinnable ??= process.platform === 'linux' && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+  return pinnable;
+}
+
+/**
+ * Where processes can be pinned and this one is not yet: runs the script at `scriptUrl` again on CPU 1, the load's core
+ * (servers go on CPU 0), and exits with its status. Returns otherwise.
+ */
+export function runOnLoadCore(scriptUrl) {
+  if (!canPin() || process.env['BENCH_PINNED'] !== undefined) return;
+  const run = spawnSync('taskset', ['-c', '1', process.execPath, fileURLToPath(scriptUrl)], { stdio: 'inherit', env: { ...process.env, BENCH_PINNED: '1' } });
+  process.exit(run.status ?? 1);
+}
+
+/** The command and its arguments that run Node with `args` on CPU 0, the servers' core (unpinned where it cannot be). */
+export function onServerCore(args) {
+  return canPin() ? ['taskset', ['-c', '0', process.execPath, ...args]] : [process.execPath, args];
+}
+
+let clockTicks;
+/** CPU seconds (user and system) the process `pid` has used, from /proc. */
+export function cpuSecondsOf(pid) {
+  clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim() || '100');
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
 }
 
 const atExit = [];

@@ -32,14 +32,14 @@
  * second per server and one process each, correctness only, no figures printed as results), BENCH_JSON (write the
  * figures there, e.g. bench/results/server.json).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { MIXES, sizedPod } from './reviews.mjs';
-import { endsWithThisProcess, imageNodeOptions, whenThisProcessEnds } from './serve-process.mjs';
+import { canPin, cpuSecondsOf, endsWithThisProcess, imageNodeOptions, onServerCore, runOnLoadCore, whenThisProcessEnds } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const check = process.env['BENCH_CHECK'] === '1';
@@ -53,14 +53,10 @@ if (baseline !== undefined && !existsSync(join(baseline, 'cli', 'main.js'))) {
   console.error(`bench: BENCH_BASELINE=${baseline} has no cli/main.js: give the dist/ directory of another build`);
   process.exit(2);
 }
-const canPin = process.platform === 'linux' && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 // The image's memory flags, so that the figures are the image's.
 const nodeOptions = imageNodeOptions(root);
 
-if (canPin && process.env['BENCH_PINNED'] === undefined) {
-  const run = spawnSync('taskset', ['-c', '1', process.execPath, fileURLToPath(import.meta.url)], { stdio: 'inherit', env: { ...process.env, BENCH_PINNED: '1' } });
-  process.exit(run.status ?? 1);
-}
+runOnLoadCore(import.meta.url);
 
 const { answerPieces, handleAdmission } = await import(join(root, 'dist', 'admission', 'handler.js'));
 const { AnswerCache } = await import(join(root, 'dist', 'admission', 'answer-cache.js'));
@@ -120,12 +116,6 @@ function ownWorkMicros(bodies) {
 
 const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-bench-'));
 const tlsDir = join(dir, 'tls');
-const clockTicks = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim() || '100');
-
-function cpuSecondsOf(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
-}
 const rssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 async function freePort() {
@@ -146,7 +136,7 @@ whenThisProcessEnds(() => rmSync(dir, { recursive: true, force: true }));
  */
 async function start(who, args, ready) {
   const started = performance.now();
-  const child = spawn(canPin ? 'taskset' : process.execPath, canPin ? ['-c', '0', process.execPath, ...args] : args, {
+  const child = spawn(...onServerCore(args), {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, KUBECONFIG: '', HOME: dir, NODE_OPTIONS: nodeOptions },
   });
@@ -311,7 +301,7 @@ const serve = (dist) => (port) => [join(dist, 'cli', 'main.js'), 'serve', '--no-
   await stop(s.child);
 }
 
-const figures = { node: process.version, seconds, processes, connections, requestsPerMix, pinned: canPin, ...(baseline && { baseline }), mixes: {} };
+const figures = { node: process.version, seconds, processes, connections, requestsPerMix, pinned: canPin(), ...(baseline && { baseline }), mixes: {} };
 for (const mix of mixes) {
   const bodies = MIXES[mix](requestsPerMix);
   const expected = new Map();
@@ -392,7 +382,7 @@ for (const [cell, { containers, annotations }] of sized.entries()) {
 }
 figures.series = series;
 
-console.log(`webhook vs floors: node ${process.version}, NODE_OPTIONS="${nodeOptions}", ${seconds}s per server in rotating rounds over ${processes} processes each, ${connections} keep-alive connections, ${requestsPerMix} distinct requests per mix, servers pinned to one core: ${canPin ? 'yes' : 'no'}${baseline ? `, baseline ${baseline}` : ''}`);
+console.log(`webhook vs floors: node ${process.version}, NODE_OPTIONS="${nodeOptions}", ${seconds}s per server in rotating rounds over ${processes} processes each, ${connections} keep-alive connections, ${requestsPerMix} distinct requests per mix, servers pinned to one core: ${canPin() ? 'yes' : 'no'}${baseline ? `, baseline ${baseline}` : ''}`);
 console.log('| mix | server | req/s | p50 ms | p99 ms | max ms | CPU µs/admission | RSS MiB | ready ms | injector/floor req/s | floor/injector CPU | injector/bare req/s | bare/injector CPU |');
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const [mix, m] of Object.entries(figures.mixes)) {
