@@ -6,14 +6,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
-import { connect as tlsConnect } from 'node:tls';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileConfigSource } from '../../src/cluster/config-files.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { admissionReview, decodedPatch } from '../support/admission.js';
 import { applied, names, OTHER_TRUST_ANCHOR, pod, TRUST_ANCHORS } from '../support/engine.js';
-import { httpGet, httpsPost, leafSignedBy, writePair } from '../support/https.js';
+import { httpGet, httpsPost, leafSignedBy, pipelineReviews, reviewRequest, writePair } from '../support/https.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -101,37 +100,13 @@ describe('over HTTPS', () => {
   it('answers every review a client pipelines on one connection, in order, however fast they come', async () => {
     // Each answer carries an 11 KB patch, so the answers back up and node:http stops reading: the bytes the TLS layer
     // had already decrypted used to reach its paused parser and cut the connection after a few dozen answers.
+    // test/faults/pipelining.faults.test.ts sends them in other ways to a real process.
     const count = 300;
-    const request = (i: number): string => {
-      const body = JSON.stringify(admissionReview(pod({ annotations: { 'linkerd.io/inject': 'enabled' } }), { uid: `pipelined-${i}` }));
-      return `POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-    };
-    const url = new URL(server.webhookUrl);
-    const answers = await new Promise<Array<{ status: number; uid: string; patched: boolean }>>((resolve, reject) => {
-      const got: Array<{ status: number; uid: string; patched: boolean }> = [];
-      let pending = Buffer.alloc(0);
-      const socket = tlsConnect({ host: url.hostname, port: Number(url.port), ca }, () => {
-        socket.write(Array.from({ length: count }, (_, i) => request(i)).join(''));
-      });
-      socket.on('data', (chunk: Buffer) => {
-        pending = Buffer.concat([pending, chunk]);
-        for (;;) {
-          const headEnd = pending.indexOf('\r\n\r\n');
-          if (headEnd === -1) return;
-          const head = pending.subarray(0, headEnd).toString('latin1');
-          const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? NaN);
-          if (pending.length < headEnd + 4 + length) return;
-          const review = JSON.parse(pending.subarray(headEnd + 4, headEnd + 4 + length).toString('utf8')) as Record<string, any>;
-          got.push({ status: Number(head.split(' ')[1]), uid: review.response.uid, patched: review.response.allowed === true && typeof review.response.patch === 'string' });
-          pending = pending.subarray(headEnd + 4 + length);
-          if (got.length === count) {
-            socket.end();
-            resolve(got);
-          }
-        }
-      });
-      socket.on('error', reject);
-      socket.on('close', () => reject(new Error(`the connection closed after ${got.length} of ${count} answers`)));
+    const requests = Array.from({ length: count }, (_, i) =>
+      reviewRequest(JSON.stringify(admissionReview(pod({ annotations: { 'linkerd.io/inject': 'enabled' } }), { uid: `pipelined-${i}` }))),
+    );
+    const answers = await pipelineReviews({ url: server.webhookUrl, ca }, requests, async (socket, all) => {
+      socket.write(all.join(''));
     });
     expect(answers.map((a) => a.uid)).toEqual(Array.from({ length: count }, (_, i) => `pipelined-${i}`));
     expect(answers.every((a) => a.status === 200 && a.patched)).toBe(true);

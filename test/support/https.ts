@@ -3,7 +3,7 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { request, type Agent } from 'node:https';
 import { join } from 'node:path';
-import type { TLSSocket } from 'node:tls';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { generate } from 'selfsigned';
 
 export interface HttpsResult {
@@ -100,4 +100,54 @@ export function writePair(dir: string, pair: { cert: string; key: string }): voi
     writeFileSync(join(dir, `.${name}.tmp`), pem, { mode: 0o600 });
     renameSync(join(dir, `.${name}.tmp`), join(dir, name));
   }
+}
+
+export interface PipelinedAnswer {
+  status: number;
+  uid: string;
+  /** Allowed with a JSON patch. */
+  patched: boolean;
+}
+
+/**
+ * Sends AdmissionReviews on one TLS connection without waiting for answers, as `send` writes them (`requests` are whole
+ * HTTP/1.1 requests), and collects every answer in the order it comes; rejects when the connection closes first.
+ */
+export function pipelineReviews(
+  target: { url: string; ca: string },
+  requests: string[],
+  send: (socket: TLSSocket, requests: string[]) => Promise<void>,
+): Promise<PipelinedAnswer[]> {
+  const url = new URL(target.url);
+  return new Promise((resolve, reject) => {
+    const got: PipelinedAnswer[] = [];
+    let pending = Buffer.alloc(0);
+    const socket = tlsConnect({ host: url.hostname, port: Number(url.port), ca: target.ca, servername: 'localhost' }, () => {
+      send(socket, requests).catch(reject);
+    });
+    socket.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      for (;;) {
+        const headEnd = pending.indexOf('\r\n\r\n');
+        if (headEnd === -1) return;
+        const head = pending.subarray(0, headEnd).toString('latin1');
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? NaN);
+        if (pending.length < headEnd + 4 + length) return;
+        const review = JSON.parse(pending.subarray(headEnd + 4, headEnd + 4 + length).toString('utf8')) as { response: Record<string, unknown> };
+        got.push({ status: Number(head.split(' ')[1]), uid: String(review.response['uid']), patched: review.response['allowed'] === true && typeof review.response['patch'] === 'string' });
+        pending = pending.subarray(headEnd + 4 + length);
+        if (got.length === requests.length) {
+          socket.end();
+          resolve(got);
+        }
+      }
+    });
+    socket.on('error', reject);
+    socket.on('close', () => reject(new Error(`the connection closed after ${got.length} of ${requests.length} answers`)));
+  });
+}
+
+/** An AdmissionReview as an HTTP/1.1 POST to the webhook's path. */
+export function reviewRequest(body: string): string {
+  return `POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 }
