@@ -5,6 +5,7 @@
 import { connect as tcpConnect } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reviewRequest } from '../support/https.js';
 import { FAULTS, newTally, type FaultName, type Target } from './support/attackers.js';
 import { caOf, cleanUp, reviewWithAnswer, startInjector, tlsDir, type Injector } from './support/injector.js';
 
@@ -61,9 +62,7 @@ function exchange(socket: TLSSocket, extraHeaders = ''): Promise<RawResponse> {
     };
     socket.on('data', onData);
     socket.once('close', () => reject(new Error(`closed before a whole response: ${JSON.stringify(buffer.slice(0, 200))}`)));
-    socket.write(
-      `POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extraHeaders}\r\n${body}`,
-    );
+    socket.write(reviewRequest(body, extraHeaders));
   });
 }
 

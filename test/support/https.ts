@@ -147,7 +147,7 @@ export function pipelineReviews(
   });
 }
 
-/** An AdmissionReview as an HTTP/1.1 POST to the webhook's path. */
-export function reviewRequest(body: string): string {
-  return `POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+/** An AdmissionReview as an HTTP/1.1 POST to the webhook's path; `extraHeaders` are whole lines, each ending in CRLF. */
+export function reviewRequest(body: string, extraHeaders = ''): string {
+  return `POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extraHeaders}\r\n${body}`;
 }

@@ -4,6 +4,7 @@
  */
 import { connect as tcpConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
+import { reviewRequest } from '../../support/https.js';
 
 export interface Target {
   host: string;
@@ -122,10 +123,7 @@ export const FAULTS = {
   /** A real review immediately followed, on the same connection, by bytes that are not HTTP. */
   'pipelined garbage': async (t, tally, body) => {
     const w = await tls(t);
-    w.socket.write(
-      `POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}` +
-        '\x00\x01\x02 GARBAGE \xff\r\nnot: http\r\n\r\n',
-    );
+    w.socket.write(reviewRequest(body) + '\x00\x01\x02 GARBAGE \xff\r\nnot: http\r\n\r\n');
     tally.injected++;
     await w.closed;
     record(tally, w);
