@@ -5,24 +5,14 @@
  * Re-runs itself under `taskset -c 0` when available so the number is a one-core number. It measures the compiled
  * engine in dist/, the code the server runs.
  */
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultValues, inject, prepareConfig, withTrustAnchors } from '../dist/engine/index.js';
 import { MIXES } from './reviews.mjs';
+import { runOnCore } from './serve-process.mjs';
 
-if (process.env['BENCH_PINNED'] === undefined && process.platform === 'linux') {
-  const probe = spawnSync('taskset', ['-c', '0', 'true']);
-  if (probe.status === 0) {
-    const self = fileURLToPath(import.meta.url);
-    const run = spawnSync('taskset', ['-c', '0', process.execPath, ...process.execArgv, self, ...process.argv.slice(2)], {
-      stdio: 'inherit',
-      env: { ...process.env, BENCH_PINNED: '1' },
-    });
-    process.exit(run.status ?? 1);
-  }
-}
+runOnCore(import.meta.url, 0);
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const anchors = readFileSync(join(root, 'examples', 'trust-anchors.pem'), 'utf8');

@@ -1,6 +1,6 @@
 /**
- * What the benchmarks that run `proxy-injector serve` as a process share: the image's memory flags, its start, reviews,
- * and the median of repeated measures.
+ * What the benchmarks share, most of them running `proxy-injector serve` as a process: the image's memory flags, its
+ * start, reviews, pinning to a core, a process's CPU time and resident memory, and the median of repeated measures.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -24,13 +24,19 @@ export function canPin() {
 }
 
 /**
- * Where processes can be pinned and this one is not yet: runs the script at `scriptUrl` again on CPU 1, the load's core
- * (servers go on CPU 0), and exits with its status. Returns otherwise.
+ * Where processes can be pinned and this one is not yet: runs the script at `scriptUrl` again on CPU `core`, with this
+ * process's Node flags and arguments, and exits with its status. Returns otherwise.
  */
-export function runOnLoadCore(scriptUrl) {
+export function runOnCore(scriptUrl, core) {
   if (!canPin() || process.env['BENCH_PINNED'] !== undefined) return;
-  const run = spawnSync('taskset', ['-c', '1', process.execPath, fileURLToPath(scriptUrl)], { stdio: 'inherit', env: { ...process.env, BENCH_PINNED: '1' } });
+  const args = [...process.execArgv, fileURLToPath(scriptUrl), ...process.argv.slice(2)];
+  const run = spawnSync('taskset', ['-c', String(core), process.execPath, ...args], { stdio: 'inherit', env: { ...process.env, BENCH_PINNED: '1' } });
   process.exit(run.status ?? 1);
+}
+
+/** runOnCore on CPU 1, the load's core (servers go on CPU 0, onServerCore). */
+export function runOnLoadCore(scriptUrl) {
+  runOnCore(scriptUrl, 1);
 }
 
 /** The command and its arguments that run Node with `args` on CPU 0, the servers' core (unpinned where it cannot be). */
@@ -44,6 +50,11 @@ export function cpuSecondsOf(pid) {
   clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim() || '100');
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+}
+
+/** The resident memory of the process `pid`, in MiB, from /proc (0 when it cannot be read there). */
+export function rssMiBOf(pid) {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 }
 
 const atExit = [];

@@ -39,7 +39,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { MIXES, sizedPod } from './reviews.mjs';
-import { canPin, cpuSecondsOf, endsWithThisProcess, imageNodeOptions, onServerCore, runOnLoadCore, whenThisProcessEnds } from './serve-process.mjs';
+import { canPin, cpuSecondsOf, endsWithThisProcess, imageNodeOptions, onServerCore, rssMiBOf, runOnLoadCore, whenThisProcessEnds } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const check = process.env['BENCH_CHECK'] === '1';
@@ -116,7 +116,6 @@ function ownWorkMicros(bodies) {
 
 const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-bench-'));
 const tlsDir = join(dir, 'tls');
-const rssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 async function freePort() {
   const { createServer } = await import('node:net');
@@ -244,7 +243,7 @@ function summary(rounds, instances) {
     p99Ms: median(rounds.map((r) => r.p99Ms)),
     maxMs: Math.max(...rounds.map((r) => r.maxMs)),
     cpuMicrosPerAdmission: Math.round(median(rounds.map((r) => r.cpuMicrosPerAdmission))),
-    rssMiB: Math.round(median(instances.map((i) => rssMiB(i.child.pid)))),
+    rssMiB: Math.round(median(instances.map((i) => rssMiBOf(i.child.pid)))),
     readyMs: Math.round(median(instances.map((i) => i.readyMs))),
     processes: instances.length,
   };

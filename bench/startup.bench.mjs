@@ -5,11 +5,11 @@
  * "listening" line, with its idle RSS. Each figure is the median of BENCH_RUNS (7) runs.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { endsWithThisProcess, imageNodeOptions, listeningUrls, median, whenThisProcessEnds } from './serve-process.mjs';
+import { endsWithThisProcess, imageNodeOptions, listeningUrls, median, rssMiBOf, whenThisProcessEnds } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const runs = Number(process.env['BENCH_RUNS'] ?? '7');
@@ -57,7 +57,7 @@ async function serveOnce(dir) {
   const readyMs = performance.now() - started;
   child.stdout.resume();
   await new Promise((r) => setTimeout(r, 500));
-  const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+  const rss = rssMiBOf(child.pid);
   child.kill('SIGTERM');
   await new Promise((r) => child.on('exit', r));
   return { readyMs, rss };

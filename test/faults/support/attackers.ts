@@ -131,7 +131,7 @@ export const FAULTS = {
   /** Plain HTTP to the TLS port. */
   'plain HTTP': async (t, tally) => {
     const w = tcp(t);
-    w.socket.write('POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
+    w.socket.write(reviewRequest('{}'));
     tally.injected++;
     await w.closed;
     record(tally, w);
