@@ -8,6 +8,7 @@
  * goes through a proxy is handed to the client's KubeConfig, loaded only then, which applies its credentials to each
  * request.
  */
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { homedir } from 'node:os';
@@ -18,8 +19,11 @@ import { HttpApiClient, type ApiClient, type Authorize } from './client.js';
 
 /** Where a pod finds its service account's token, CA bundle and namespace. */
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
-/** A token file is read again after this long: the kubelet rotates projected service-account tokens. */
-const TOKEN_FILE_TTL_MS = 60_000;
+/**
+ * A credential file is read again after this long: the kubelet rotates projected service-account tokens, and a CA
+ * bundle or a client certificate may be renewed in place while the injector runs.
+ */
+const FILE_TTL_MS = 60_000;
 
 export interface ClusterConnection {
   client: ApiClient;
@@ -100,10 +104,10 @@ function inCluster(env: NodeJS.ProcessEnv, saDir: string): ClusterConnection {
   const scheme = ['80', '8080', '8001'].includes(port) ? 'http' : 'https';
   const server = `${scheme}://${isIPv6(host) ? `[${host}]` : host}:${port}`;
   const caPath = join(saDir, 'ca.crt');
-  const ca = existsSync(caPath) ? readFileSync(caPath) : undefined;
+  const ca = existsSync(caPath) ? rereadFile(caPath, 'the service account CA') : undefined;
   const token = tokenFile(join(saDir, 'token'));
   const authorize: Authorize = async (request) => {
-    if (ca) request.ca = ca;
+    if (ca) request.ca = ca();
     setHeader(request, 'authorization', `Bearer ${token()}`);
   };
   return { client: new HttpApiClient(server, authorize), source: 'in-cluster service account', server };
@@ -167,36 +171,51 @@ function execFromDirectory(exec: Record<string, unknown>, dir: string): Record<s
   return { ...exec, command: join(dir, command) };
 }
 
-/** Credentials from the kubeconfig's own fields: TLS material read once, a token file read again as it rotates. */
+/** Credentials from the kubeconfig's own fields: files read again as they rotate, inline data as given. */
 function staticAuthorize(cluster: ClusterEntry, user: UserEntry, source: string): Authorize {
-  const material = (file: string | undefined, data: string | undefined, what: string): Buffer | undefined => {
-    if (file) {
-      try {
-        return readFileSync(file);
-      } catch (err) {
-        throw new Error(`the kubeconfig from ${source}: ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-      }
-    }
-    return data ? Buffer.from(data, 'base64') : undefined;
+  const material = (file: string | undefined, data: string | undefined, what: string): (() => Buffer) | undefined => {
+    if (file) return rereadFile(file, `the kubeconfig from ${source}: ${what}`);
+    if (!data) return undefined;
+    const bytes = Buffer.from(data, 'base64');
+    return () => bytes;
   };
   const ca = material(cluster['certificate-authority'], cluster['certificate-authority-data'], 'certificate authority');
   const cert = material(user['client-certificate'], user['client-certificate-data'], 'client certificate');
   const key = material(user['client-key'], user['client-key-data'], 'client key');
   if (!cert !== !key) throw new Error(`the kubeconfig from ${source}: a client certificate needs its key, and a key its certificate`);
+  const pair = cert && key ? clientPair(cert, key) : undefined;
   const token = user.token ? () => user.token as string : user.tokenFile ? tokenFile(user.tokenFile) : undefined;
   const basic = user.username ? `Basic ${Buffer.from(`${user.username}:${user.password ?? ''}`).toString('base64')}` : undefined;
   const insecure = cluster['insecure-skip-tls-verify'] === true;
   const servername = cluster['tls-server-name'];
   return async (request) => {
-    if (ca) request.ca = ca;
-    if (cert && key) {
-      request.cert = cert;
-      request.key = key;
-    }
+    if (ca) request.ca = ca();
+    if (pair) Object.assign(request, pair());
     if (insecure) request.rejectUnauthorized = false;
     if (servername) request.servername = servername;
     if (token) setHeader(request, 'authorization', `Bearer ${token()}`);
     else if (basic) setHeader(request, 'authorization', basic);
+  };
+}
+
+/**
+ * A client certificate and its key, each read again as it rotates. A tool that renews them writes one file after the
+ * other: until both are new, the pair last seen to match is kept, so that no request goes out with a certificate that
+ * its key does not sign for.
+ */
+function clientPair(cert: () => Buffer, key: () => Buffer): () => { cert: Buffer; key: Buffer } {
+  let matched: { cert: Buffer; key: Buffer } | undefined;
+  return () => {
+    const next = { cert: cert(), key: key() };
+    if (matched && matched.cert === next.cert && matched.key === next.key) return matched;
+    let matches = false;
+    try {
+      matches = new X509Certificate(next.cert).checkPrivateKey(createPrivateKey(next.key));
+    } catch {
+      // Not a certificate or not a key (yet): the pair before stands.
+    }
+    if (matches || !matched) matched = next;
+    return matched;
   };
 }
 
@@ -226,21 +245,41 @@ async function clientAuthorize(contextName: string, context: ContextEntry, clust
   };
 }
 
-/** The current content of a token file, read again once it is older than TOKEN_FILE_TTL_MS. */
-function tokenFile(path: string): () => string {
-  let token = '';
-  let readAt = -Infinity;
+/**
+ * A file's content, read again once the last read is older than FILE_TTL_MS. The first read must succeed; after it, a
+ * failed read keeps the content read before (the file may be being replaced), and content that did not change is the
+ * same Buffer, so that callers can tell a change by identity.
+ */
+function rereadFile(path: string, what: string): () => Buffer {
+  const read = (): Buffer => readFileSync(path);
+  let content: Buffer;
+  try {
+    content = read();
+  } catch (err) {
+    throw new Error(`${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  let readAt = Date.now();
   return () => {
-    if (Date.now() - readAt > TOKEN_FILE_TTL_MS) {
+    if (Date.now() - readAt > FILE_TTL_MS) {
       try {
-        token = readFileSync(path, 'utf8').trim();
-        readAt = Date.now();
-      } catch (err) {
-        // A token read before is still better than none while the kubelet replaces the file.
-        if (token === '') throw new Error(`reading the token file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+        const next = read();
+        if (!next.equals(content)) content = next;
+      } catch {
+        // Being replaced, or gone for now: what was read before is still the best there is.
       }
+      readAt = Date.now();
     }
-    return token;
+    return content;
+  };
+}
+
+/** The current token in a token file, read again as it rotates. */
+function tokenFile(path: string): () => string {
+  let read: (() => Buffer) | undefined;
+  return () => {
+    // Read on first use rather than at connection, as the kubelet may not have written the token yet.
+    read ??= rereadFile(path, 'reading the token file');
+    return read().toString('utf8').trim();
   };
 }
 

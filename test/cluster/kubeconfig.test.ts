@@ -4,11 +4,13 @@
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
+import { X509Certificate } from 'node:crypto';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import type { TLSSocket } from 'node:tls';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { apiErrorMessage } from '../../src/cluster/api.js';
 import { connectToCluster, type ClusterConnection } from '../../src/cluster/kubeconfig.js';
 import { ensureCertificates } from '../../src/tls/index.js';
@@ -185,6 +187,90 @@ describe('connectToCluster', () => {
       process.env['PATH'] = path;
     }
     expect(api.authorizations).toEqual(['Bearer on-path']);
+  });
+});
+
+/** An HTTPS API server that asks for a client certificate and records, per request, the token and the certificate sent. */
+async function rotatingApi(pair: { key: Buffer; cert: Buffer }) {
+  const seen: Array<{ authorization: string | undefined; client: string | undefined }> = [];
+  const server = createHttpsServer({ ...pair, requestCert: true, rejectUnauthorized: false }, (req, res) => {
+    seen.push({ authorization: req.headers.authorization, client: (req.socket as TLSSocket).getPeerCertificate().fingerprint256 });
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"kind":"Namespace","metadata":{"name":"shop"}}');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  cleanups.push(() => {
+    server.closeAllConnections();
+    return new Promise((r) => server.close(() => r()));
+  });
+  /** Serves a renewed certificate from now on, to new connections: the open ones are ended. */
+  const renew = (next: { key: Buffer; cert: Buffer }): void => {
+    server.setSecureContext(next);
+    server.closeAllConnections();
+  };
+  return { port: (server.address() as AddressInfo).port, seen, renew };
+}
+
+/** Two development CAs, each with a certificate for 127.0.0.1 signed by it. */
+async function twoAuthorities(dir: string) {
+  const quiet = { info: () => {}, warn: () => {} } as never;
+  const read = async (name: string) => {
+    const certs = await ensureCertificates(join(dir, name), [], quiet);
+    return { ca: readFileSync(certs.caPath), cert: readFileSync(certs.certPath), key: readFileSync(certs.keyPath) };
+  };
+  return { one: await read('one'), two: await read('two') };
+}
+
+const fingerprint = (pem: Buffer): string => new X509Certificate(pem).fingerprint256;
+
+/** Runs `act` with the clock moved on by `ms`: files are read again once a minute. */
+async function later<T>(ms: number, act: () => Promise<T>): Promise<T> {
+  vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + ms });
+  try {
+    return await act();
+  } finally {
+    vi.useRealTimers();
+  }
+}
+
+describe('credential files that rotate', () => {
+  it('inside a pod: the service account CA is read again as the token is, so a renewed CA needs no restart', async () => {
+    const sa = tempDir('pi-sa-');
+    const { one, two } = await twoAuthorities(sa);
+    const api = await rotatingApi(one);
+    writeFileSync(join(sa, 'token'), 'first\n');
+    writeFileSync(join(sa, 'ca.crt'), one.ca);
+    const c = await connectToCluster({ env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: String(api.port) }, serviceAccountDir: sa });
+    if (!c) throw new Error('no cluster');
+    cleanups.push(() => c.client.close());
+    await readNamespace(c);
+    // The API server's certificate is renewed from a new CA; the kubelet updates ca.crt and the token.
+    api.renew(two);
+    writeFileSync(join(sa, 'ca.crt'), two.ca);
+    writeFileSync(join(sa, 'token'), 'second\n');
+    await expect(readNamespace(c)).rejects.toThrow(/certificate/);
+    await later(61_000, () => readNamespace(c));
+    expect(api.seen.map((s) => s.authorization)).toEqual(['Bearer first', 'Bearer second']);
+  });
+
+  it("a kubeconfig's CA and client certificate files are read again; a pair renewed halfway is not sent", async () => {
+    const dir = tempDir('pi-kc-');
+    const { one, two } = await twoAuthorities(dir);
+    const api = await rotatingApi(one);
+    writeFileSync(join(dir, 'ca.crt'), one.ca);
+    writeFileSync(join(dir, 'client.crt'), one.cert);
+    writeFileSync(join(dir, 'client.key'), one.key);
+    writeFileSync(join(dir, 'config'), kubeconfig(`https://127.0.0.1:${api.port}`, 'client-certificate: client.crt, client-key: client.key', ', certificate-authority: ca.crt'));
+    const c = await connect(join(dir, 'config'));
+    await readNamespace(c);
+    api.renew(two);
+    writeFileSync(join(dir, 'ca.crt'), two.ca);
+    await expect(readNamespace(c)).rejects.toThrow(/certificate/);
+    // The new certificate is written, its key not yet: the pair before is still the one sent.
+    writeFileSync(join(dir, 'client.crt'), two.cert);
+    await later(61_000, () => readNamespace(c));
+    writeFileSync(join(dir, 'client.key'), two.key);
+    await later(122_000, () => readNamespace(c));
+    expect(api.seen.map((s) => s.client)).toEqual([fingerprint(one.cert), fingerprint(one.cert), fingerprint(two.cert)]);
   });
 });
 
