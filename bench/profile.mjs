@@ -55,9 +55,9 @@ const KINDS = [
   ['request JSON parsing', (stack) => /^(parse |_parse .*secure-json-parse)/.test(stack[0]) || stack.some((f) => /^(parseJson|defaultJsonParser) /.test(f))],
   ['engine (inject)', (stack) => stack.some((f) => /^inject .*\/engine\/inject\.js$/.test(f))],
   ['patch JSON and base64', (stack) => /^(evaluate|handleAdmission|stringify) /.test(stack[0]) || stack.some((f) => /^(base64OfText|btoa) /.test(f))],
-  ['answer cache', (stack) => stack.some((f) => f.includes('/admission/answer-cache.js'))],
+  ['answer cache', (stack) => stack.some((f) => f.includes('/admission/template-answer-lru.js'))],
   // fastify's serialize: builds before 24 November answered through fastify.
-  ['response JSON', (stack) => stack.some((f) => /^(answerPieces|reviewHeadOf|serializeReview) /.test(f) || /^serialize .*\/fastify\//.test(f))],
+  ['response JSON', (stack) => stack.some((f) => /^(answerBody|reviewHeadOf|serializeReview) /.test(f) || /^serialize .*\/fastify\//.test(f))],
   ['log line', (stack) => stack.some((f) => /\/server\/logger\.js$|^logAdmission |\/pino\//.test(f))],
   ['metrics', (stack) => stack.some((f) => /\/server\/(metrics|metric-labels)\.js$|\/prom-client\//.test(f))],
   ['the rest (node:http, streams, timers, the handler around these)', () => true],

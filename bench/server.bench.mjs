@@ -58,8 +58,8 @@ const nodeOptions = imageNodeOptions(root);
 
 runOnLoadCore(import.meta.url);
 
-const { answerPieces, handleAdmission } = await import(join(root, 'dist', 'admission', 'handler.js'));
-const { AnswerCache } = await import(join(root, 'dist', 'admission', 'answer-cache.js'));
+const { answerBody, handleAdmission } = await import(join(root, 'dist', 'admission', 'handler.js'));
+const { TemplateAnswerLru } = await import(join(root, 'dist', 'admission', 'template-answer-lru.js'));
 const { reviewResponse, serializeReview } = await import(join(root, 'dist', 'admission', 'review.js'));
 const { defaultValues, prepareConfig, withTrustAnchors } = await import(join(root, 'dist', 'engine', 'index.js'));
 
@@ -77,13 +77,13 @@ async function expectedAnswer(body) {
 
 /**
  * The injector's own work per request of a mix, measured in this process: the handler (with an answer cache, as the
- * server has one) and the response's pieces as the server writes them, less the JSON parsing that the floors do too.
+ * server has one) and the response's body as the server writes it, less the JSON parsing that the floors do too.
  * Microseconds per admission, the median over rounds of the whole mix; no logging, metrics or transport. This process
  * runs with Node's default heap settings, not the image's smaller young generation, so it collects garbage less often
  * than the server does: if anything, the figure is low.
  */
 function ownWorkMicros(bodies) {
-  const withCache = { ...sources, answers: new AnswerCache() };
+  const withCache = { ...sources, answers: new TemplateAnswerLru() };
   let sink = 0;
   const parseAll = () => {
     for (const body of bodies) sink += JSON.parse(body).request.uid.length;
@@ -93,7 +93,7 @@ function ownWorkMicros(bodies) {
       const review = JSON.parse(body);
       const handled = handleAdmission(review.request, withCache);
       if (handled instanceof Promise) throw new Error('bench: the handler waited on a source that answers at once');
-      for (const piece of answerPieces(review.apiVersion, review.request.uid, handled).pieces) sink += piece.length;
+      sink += answerBody(review.apiVersion, review.request.uid, handled).length;
     }
   };
   const micros = (pass) => {

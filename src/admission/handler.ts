@@ -14,9 +14,9 @@ import {
   type Owner,
   type ResourceConstraints,
 } from '../engine/index.js';
-import { recordOf, type AdmissionRecord, type AnswerCache } from './answer-cache.js';
+import { recordOf, type AdmissionRecord, type TemplateAnswerLru } from './template-answer-lru.js';
 import { failureOf, type AdmissionFailure } from './failures.js';
-import { allowed, boundedWarnings, cachedReviewPieces, denied, encodeResponseTail, patched, reviewPieces, type ReviewPieces } from './review.js';
+import { allowed, boundedWarnings, denied, encodeResponseTail, patched, reviewHeadOf, serializeReview } from './review.js';
 import type { AdmissionApiVersion, AdmissionRequest, AdmissionResponse } from './types.js';
 
 type MaybePromise<T> = T | Promise<T>;
@@ -42,7 +42,7 @@ export interface AdmissionSources {
   /** The workload that owns a pod, if it can be resolved. */
   owner?(request: AdmissionRequest, pod: Record<string, unknown>): MaybePromise<Owner | undefined>;
   /** Answers already computed for objects that differ only in identity (the pods of a rollout). */
-  answers?: AnswerCache;
+  answers?: TemplateAnswerLru;
   /** Keep the app kubectl's default container when the proxy goes first (InjectionRequest.kubectlDefaultContainer). */
   kubectlDefaultContainer?: boolean;
 }
@@ -60,13 +60,12 @@ export type HandledAdmission =
   | { kind: 'failed'; response: AdmissionResponse; failure: AdmissionFailure; owner?: Owner };
 
 /**
- * The JSON of the review that answers a handled request, in the pieces the server writes, with their size in bytes: a
- * cached answer as its head and the tail bytes it shares with the cache, any other with its patch apart
- * (`reviewPieces`), so that none is copied into a larger one.
+ * The JSON of the review that answers a handled request: a cached answer is its head for this uid and the tail bytes it
+ * shares with the cache, any other is serialised.
  */
-export function answerPieces(apiVersion: AdmissionApiVersion, uid: string, handled: HandledAdmission): ReviewPieces {
+export function answerBody(apiVersion: AdmissionApiVersion, uid: string, handled: HandledAdmission): string | Buffer {
   const tail = handled.kind === 'evaluated' ? handled.responseTail : undefined;
-  return tail ? cachedReviewPieces(apiVersion, uid, tail) : reviewPieces(apiVersion, handled.response);
+  return tail ? Buffer.concat([Buffer.from(reviewHeadOf(apiVersion, uid)), tail]) : serializeReview(apiVersion, handled.response);
 }
 
 /** The object's own inject annotation, alone: all that is read of its annotations before the engine reads them. */

@@ -1,6 +1,6 @@
 /** Admission: an AdmissionReview in, the engine's answer out, with what metrics, logs and events need to know. */
-export { answerPieces, handleAdmission, type AdmissionSources, type HandledAdmission } from './handler.js';
-export { AnswerCache, answerKey, type CachedAnswer } from './answer-cache.js';
+export { answerBody, handleAdmission, type AdmissionSources, type HandledAdmission } from './handler.js';
+export { TemplateAnswerLru, answerKey, type CachedAnswer } from './template-answer-lru.js';
 export {
   ADMISSION_FAILURE_CODES,
   SourceUnavailableError,
@@ -10,7 +10,7 @@ export {
   type AdmissionFailureCode,
   type SourceFailureCode,
 } from './failures.js';
-export { ReviewError, allowed, boundedWarnings, denied, parseReview, patched, reviewResponse, encodeResponseTail, reviewHeadOf, reviewPieces, serializeReview, type ParsedReview, type ReviewPieces } from './review.js';
+export { ReviewError, allowed, boundedWarnings, denied, parseReview, patched, reviewResponse, encodeResponseTail, reviewHeadOf, serializeReview, type ParsedReview } from './review.js';
 export type {
   AdmissionApiVersion,
   AdmissionRequest,

@@ -139,38 +139,6 @@ export function serializeReview(apiVersion: AdmissionApiVersion, response: Admis
   return reviewHeadOf(apiVersion, response.uid) + responseTail(response);
 }
 
-/** An answer's JSON in the pieces the server writes, and their size in bytes: its Content-Length. */
-export interface ReviewPieces {
-  pieces: Array<string | Buffer>;
-  bytes: number;
-}
-
-/**
- * The JSON of the review that answers a request, in pieces whose concatenation is serializeReview's text. The patch,
- * most of an injected answer's bytes, is a piece of its own: it is written as the string it was encoded into, where
- * one text would have copied it into a new string, and a second time when the headers were put before it. Being
- * base64, it is ASCII, so its length is its size in bytes: counting its UTF-8 bytes took 3 µs for a `distinct` pod's
- * 15 KB (Node 24), for nothing.
- */
-export function reviewPieces(apiVersion: AdmissionApiVersion, response: AdmissionResponse): ReviewPieces {
-  const head = reviewHeadOf(apiVersion, response.uid);
-  if (response.patch === undefined) {
-    const text = head + responseTail(response);
-    return { pieces: [text], bytes: Buffer.byteLength(text) };
-  }
-  const beforePatch = `${head}${fieldsBeforePatch(response)},"patch":"`;
-  return { pieces: [beforePatch, response.patch, PATCH_END], bytes: Buffer.byteLength(beforePatch) + response.patch.length + PATCH_END.length };
-}
-
-/** What closes a response after its patch, and the review. */
-const PATCH_END = '"}}';
-
-/** The pieces of an answer from the cache: its head, for this uid, and the tail bytes kept with it (encodeResponseTail). */
-export function cachedReviewPieces(apiVersion: AdmissionApiVersion, uid: string, tail: Buffer): ReviewPieces {
-  const head = reviewHeadOf(apiVersion, uid);
-  return { pieces: [head, tail], bytes: Buffer.byteLength(head) + tail.length };
-}
-
 /**
  * The response's JSON after its uid, as bytes: what the cache keeps with an answer. The uid is all that differs between
  * the answers to the pods of one rollout, so each of them is then its head (`reviewHeadOf`) and these same bytes, not

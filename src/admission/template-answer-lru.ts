@@ -1,16 +1,16 @@
 /**
- * Answers already computed, for the pods of one rollout. kube-apiserver sends a review for every pod a ReplicaSet
- * creates, and those pods are the same object but for their identity (uid, and the name it generates after admission)
- * and the time in their managedFields, so one engine run, one patch serialisation and one base64 encoding can answer
- * all that follow it. The key is everything the answer depends on: the object without those (PER_POD_METADATA), the
- * kind and namespace, the namespace's annotations, the labels it reads and the version of its quotas and limit ranges,
- * and the owner; entries live per configuration object, so a configuration change (a new object) never meets an answer
- * computed for the old one. Bounded: the least recently used entry goes first. A pod is first compared, value by
- * value, with the entry last answered for its controller: for the pods of a rollout that spares serialising and
- * hashing a key of a kilobyte or more for each. A controller's first pod is answered without a key or an entry: most
- * controllers make a single pod of a template (a Job, a CronJob's run, a Deployment of one replica), and keying and
- * keeping an answer nobody asks for again cost about as much as computing it, most of it in the garbage collector
- * moving the entry out of the young generation.
+ * An LRU of answers keyed by pod template: the pods of one rollout are the same object but for their identity (uid, the
+ * name generated after admission, the time in their managedFields), so one engine run, one patch serialisation and one
+ * base64 encoding answer every pod a ReplicaSet creates. The key is everything the answer depends on: the object
+ * without those fields (PER_POD_METADATA), the kind and namespace, the namespace's annotations, the labels it reads and
+ * the version of its quotas and limit ranges, and the owner. Entries live per configuration object, so a configuration
+ * change (a new object) never meets an answer computed for the old one; the least recently used entry goes first.
+ *
+ * Two shortcuts keep the cache from costing more than it saves. A pod is first compared, value by value, with the entry
+ * last answered for its controller, which spares serialising a key of a kilobyte or more for each pod of a rollout. And
+ * a controller's first pod gets no key and no entry: most controllers make a single pod of a template (a Job, a
+ * CronJob's run, a Deployment of one replica), and keeping an answer nobody asks for again costs about as much as
+ * computing it.
  */
 import { isObject, versionText, type InjectionResult, type InjectorConfig, type KubernetesVersion, type Owner } from '../engine/index.js';
 
@@ -256,7 +256,7 @@ interface Entries {
 /** What `find` says: the answer, or the question's key to `keep` the computed answer under (none: not worth it). */
 export type Found = { answer: CachedAnswer; keyed?: undefined } | { answer?: undefined; keyed: KeyedQuestion | undefined };
 
-export class AnswerCache {
+export class TemplateAnswerLru {
   private readonly byConfig = new WeakMap<InjectorConfig, Entries>();
   private hitCount = 0;
   private missCount = 0;

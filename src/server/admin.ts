@@ -1,7 +1,8 @@
 /** The admin listener: Prometheus metrics and the health endpoints kubelet probes. */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type { IncomingMessage, Server } from 'node:http';
 import type { Logger } from 'pino';
-import { answerClientErrors, applyLimits, closeServer, listen, pathOf, sendText, serverOptionsOf, TEXT, type ConnectionLimits, type HttpApp, type RequestHandler } from './http.js';
+import { applyConnectionCap, fastifyOptions, nodeServerOptions, TEXT, type ConnectionLimits } from './http.js';
 import type { InjectorMetrics } from './metrics.js';
 import { DEFAULT_LIMITS, type ServerLimits } from './webhook.js';
 
@@ -11,7 +12,7 @@ export interface Readiness {
 }
 
 /** Plain HTTP: GET (or HEAD) /metrics, /ping, /live and /ready. */
-export type AdminApp = HttpApp<Server>;
+export type AdminApp = FastifyInstance<Server>;
 
 /**
  * What a client may hold on the admin listener. Its clients are kubelet, whose probes open a connection, send one GET
@@ -49,54 +50,43 @@ function hasBody(request: IncomingMessage): boolean {
   return (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
 }
 
+function sendText(reply: FastifyReply, status: number, text: string): FastifyReply {
+  return reply.code(status).header('content-type', TEXT).send(text);
+}
+
 export function buildAdminApp(options: { metrics: InjectorMetrics; readiness: Readiness; logger: Logger; limits?: Partial<AdminLimits> }): AdminApp {
   const { metrics, readiness, logger } = options;
   const limits = { ...DEFAULT_ADMIN_LIMITS, ...options.limits };
+  const app: AdminApp = Fastify({ ...fastifyOptions(limits, () => {}), http: nodeServerOptions(limits) });
+  applyConnectionCap(app.server, limits);
+  app.removeAllContentTypeParsers();
 
-  const route = async (path: string): Promise<{ status: number; type?: string; body: string }> => {
-    switch (path) {
-      case '/metrics':
-        return { status: 200, type: metrics.contentType, body: await metrics.metrics() };
-      case '/ping':
-        return { status: 200, body: 'pong\n' };
-      // Alive as long as the event loop answers: a hung process fails this and kubelet restarts it.
-      case '/live':
-        return { status: 200, body: 'ok\n' };
-      case '/ready': {
-        const missing = readiness.notReadyBecause();
-        return missing.length === 0 ? { status: 200, body: 'ok\n' } : { status: 503, body: `not ready: ${missing.join('; ')}\n` };
-      }
-      default:
-        return { status: 404, body: `no route for ${path}: the admin listener serves /metrics, /ping, /live and /ready\n` };
-    }
-  };
-
-  const handle: RequestHandler = (request, response) => {
-    const method = request.method ?? '';
-    // Left unread, a body would hold the connection until it had all arrived (node:http reads it to reuse the
-    // connection): the connection is closed after the answer instead.
-    const close = hasBody(request);
-    if (method !== 'GET' && method !== 'HEAD') {
-      sendText(response, 405, `method ${method} not allowed: use GET\n`, close);
+  // Before any body is read: a GET's body, left unread, would hold the connection until it had all arrived (node:http
+  // reads it to reuse the connection), so the connection is closed after the answer instead; other methods get 405.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (hasBody(request.raw)) reply.header('connection', 'close');
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      sendText(reply, 405, `method ${request.method} not allowed: use GET\n`);
       return;
     }
-    route(pathOf(request)).then(
-      ({ status, type = TEXT, body }) => {
-        const headers: Record<string, string | number> = { 'content-type': type, 'content-length': Buffer.byteLength(body) };
-        if (close) headers['connection'] = 'close';
-        response.writeHead(status, headers);
-        response.end(method === 'HEAD' ? undefined : body);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'failed to answer an admin request');
-        if (!response.headersSent) sendText(response, 500, 'internal error\n', close);
-        else response.destroy();
-      },
-    );
-  };
+    done();
+  });
 
-  const server = createServer(serverOptionsOf(limits), handle);
-  applyLimits(server, limits);
-  answerClientErrors(server, () => {});
-  return { server, handle, listen: (host, port) => listen(server, host, port), close: () => closeServer(server) };
+  app.get('/metrics', async (_request, reply) => reply.header('content-type', metrics.contentType).send(await metrics.metrics()));
+  app.get('/ping', (_request, reply) => sendText(reply, 200, 'pong\n'));
+  // Alive as long as the event loop answers: a hung process fails this and kubelet restarts it.
+  app.get('/live', (_request, reply) => sendText(reply, 200, 'ok\n'));
+  app.get('/ready', (_request, reply) => {
+    const missing = readiness.notReadyBecause();
+    return missing.length === 0 ? sendText(reply, 200, 'ok\n') : sendText(reply, 503, `not ready: ${missing.join('; ')}\n`);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '';
+    return sendText(reply, 404, `no route for ${path}: the admin listener serves /metrics, /ping, /live and /ready\n`);
+  });
+  app.setErrorHandler((err, _request, reply) => {
+    logger.error({ err }, 'failed to answer an admin request');
+    return sendText(reply, 500, 'internal error\n');
+  });
+  return app;
 }

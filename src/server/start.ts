@@ -1,7 +1,8 @@
 /** Starts the webhook and admin listeners with their configuration, certificates and graceful shutdown. */
+import { lookup } from 'node:dns/promises';
 import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { AnswerCache, type AdmissionSources } from '../admission/index.js';
+import { TemplateAnswerLru, type AdmissionSources } from '../admission/index.js';
 import { CertificateReloader, ensureCertificates, loadKeyPair } from '../tls/index.js';
 import { adminLimitsOf, buildAdminApp, type AdminApp } from './admin.js';
 import { ConnectionTracker } from './connections.js';
@@ -47,7 +48,10 @@ export class ListenError extends Error {
 
 async function listenAs(listener: 'webhook' | 'admin', app: AdminApp | WebhookApp, address: ListenAddress, given: string, hint?: string): Promise<void> {
   try {
-    await app.listen(address.host, address.port);
+    // fastify would bind "localhost" once per address it resolves to, each a server of its own without this one's limits:
+    // it is resolved here to one address, as node:http resolves it.
+    const host = address.host === 'localhost' ? (await lookup('localhost')).address : address.host;
+    await app.listen({ host, port: address.port });
   } catch (err) {
     const { code, message } = err as NodeJS.ErrnoException;
     const reason = (code !== undefined && LISTEN_PROBLEMS[code]) || message;
@@ -111,7 +115,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ],
   };
   const webhook = buildWebhookApp({
-    sources: { ...options.sources, answers: new AnswerCache() },
+    sources: { ...options.sources, answers: new TemplateAnswerLru() },
     metrics,
     logger,
     tls: { key: pair.key, cert: pair.cert, minVersion: options.tlsMinVersion },

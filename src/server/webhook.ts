@@ -1,24 +1,24 @@
 /** The admission webhook: POST / takes an AdmissionReview and answers with the engine's decision. */
-import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import type { Server as HttpServer } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Logger } from 'pino';
 import secureJson from 'secure-json-parse';
 import {
-  answerPieces,
+  answerBody,
   boundedWarnings,
   handleAdmission,
   parseReview,
   ReviewError,
-  type AdmissionApiVersion,
   type AdmissionRequest,
   type AdmissionSources,
   type HandledAdmission,
+  type ParsedReview,
 } from '../admission/index.js';
 import { lineAt, objectName } from '../engine/index.js';
 import { oneLine } from '../tls/index.js';
-import { answerClientErrors, applyLimits, closeServer, listen, pathOf, sendText, serverOptionsOf, type ConnectionLimits, type HttpApp, type RequestHandler } from './http.js';
-import { infoLineOf, type InfoLine, type LineValue } from './logger.js';
+import { applyConnectionCap, fastifyOptions, nodeServerOptions, TEXT, type ConnectionLimits } from './http.js';
 import type { InjectorMetrics, RefusalReason } from './metrics.js';
 
 export const MAX_BODY_BYTES = 10 * 1024 * 1024;
@@ -71,14 +71,20 @@ export function resourceName(request: AdmissionRequest, handled: HandledAdmissio
   return `${kind}/${request.namespace ?? ''}/${name}`;
 }
 
-/** The webhook over HTTPS (plain HTTP only for in-process tests), with the handler alone for those tests. */
-export type WebhookApp = HttpApp<HttpsServer>;
+/** The webhook over HTTPS (plain HTTP only for in-process tests, which go through `inject`). */
+export type WebhookApp = FastifyInstance<HttpsServer>;
 
-/** JSON bodies only: anything else is 415 rather than a guess at what the caller meant. */
-function isJson(contentType: string | undefined): boolean {
-  if (contentType === undefined) return false;
-  const semicolon = contentType.indexOf(';');
-  return (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase() === 'application/json';
+/** A request answered without evaluation: its status, why in words, the reason it is counted under. */
+class Refusal extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly reason: RefusalReason,
+    /** The connection is not kept: the rest of the request is not worth reading. */
+    readonly close = false,
+  ) {
+    super(message);
+  }
 }
 
 /** A `__proto__` or `constructor.prototype` key in a body is dropped, never obeyed. */
@@ -112,75 +118,101 @@ export function jsonSyntaxReason(err: unknown, text: string): string {
   return 'the body is not valid JSON';
 }
 
+/** A review's body: not encoded, JSON, an AdmissionReview; a Refusal saying what is wrong otherwise. */
+function reviewOf(text: string, contentEncoding: string | undefined): ParsedReview {
+  // kube-apiserver sends reviews uncompressed; an encoded body would otherwise be read as text and called invalid JSON.
+  if (contentEncoding !== undefined && contentEncoding.trim().toLowerCase() !== 'identity') {
+    throw new Refusal(415, `the body must not be encoded (Content-Encoding: ${oneLine(contentEncoding).slice(0, 64)})`, 'unsupported_media_type', true);
+  }
+  if (text.length === 0) throw new Refusal(400, 'the body is empty', 'empty_body');
+  let body: unknown;
+  try {
+    body = parseJson(text);
+  } catch (err) {
+    throw new Refusal(400, jsonSyntaxReason(err, text), 'invalid_json');
+  }
+  try {
+    return parseReview(body);
+  } catch (err) {
+    if (err instanceof ReviewError) throw new Refusal(err.statusCode, err.message, 'invalid_review');
+    throw err;
+  }
+}
+
+/** What fastify refuses before the route runs, as refusals. */
+function refusalOf(error: FastifyError | Refusal): Refusal | undefined {
+  if (error instanceof Refusal) return error;
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new Refusal(413, `the body is larger than ${MAX_BODY_BYTES} bytes`, 'body_too_large', true);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new Refusal(415, 'the body must be application/json', 'unsupported_media_type');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new Refusal(400, 'the Content-Length does not match the body', 'malformed_http', true);
+    default:
+      return undefined;
+  }
+}
+
 const JSON_TYPE = 'application/json; charset=utf-8';
-
-/** A review's body, read and waiting for the rest of its turn's reviews. */
-interface Arrival {
-  response: ServerResponse;
-  text: string;
-  /** When its body was read (performance.now()): its answer's duration is counted from here. */
-  read: number;
-}
-
-/** A review that parsed, waiting to be handled. */
-interface ParsedArrival extends Omit<Arrival, 'text'> {
-  apiVersion: AdmissionApiVersion;
-  admission: AdmissionRequest;
-}
-
-/** Body text answered in one group, in characters (see answerArrived): dozens of ordinary pods, or five with 40 containers. */
-const GROUP_BYTES = 64 * 1024;
 
 export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   const { logger, metrics, sources } = options;
-  const infoLine = infoLineOf(logger);
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
-  let closing = false;
-
-  /** A request answered without evaluation: counted by reason, logged, and told why in one line. */
-  const refuse = (response: ServerResponse, status: number, message: string, reason: RefusalReason, close = false): void => {
-    metrics.refused(status, reason);
-    logger.warn({ status, reason: message }, 'rejected admission request');
-    sendText(response, status, `${oneLine(message)}\n`, close);
+  const node = nodeServerOptions(limits);
+  const common = {
+    ...fastifyOptions(limits, (code) => countClientError(metrics, code)),
+    bodyLimit: MAX_BODY_BYTES,
+    maxRequestsPerSocket: limits.maxRequestsPerSocket,
+    // Once closing, a request on a connection that is still open gets 503 and `Connection: close`: it goes elsewhere.
+    return503OnClosing: true,
   };
+  const app: WebhookApp = options.tls
+    ? Fastify({ ...common, https: { ...node, handshakeTimeout: limits.handshakeTimeoutMs, key: options.tls.key, cert: options.tls.cert, minVersion: options.tls.minVersion } })
+    : // Plain HTTP serves only in-process tests, which use nothing of the TLS server.
+      (Fastify({ ...common, http: node }) as unknown as WebhookApp);
+  applyConnectionCap(app.server, limits);
+  refuseConnect(app.server as unknown as HttpServer, metrics);
+  // node:https parses a connection's bytes straight from the TLS layer; when a client pipelines requests faster than it
+  // reads the answers, pausing that parser fails (HPE_PAUSED) and the connection is cut with answers still queued (Node
+  // 20 to 26). A 'data' listener makes node:http parse from the socket's stream instead, which pauses cleanly.
+  if (options.tls) app.server.on('secureConnection', (socket: Duplex) => socket.on('data', ignoreData));
+
+  // One parser: JSON bodies, read as text (the route parses them); any other type is a 415.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => done(null, text));
+
+  app.setErrorHandler((error: FastifyError | Refusal, _request, reply) => {
+    const refusal = refusalOf(error);
+    if (refusal) {
+      metrics.refused(refusal.status, refusal.reason);
+      logger.warn({ status: refusal.status, reason: refusal.message }, 'rejected admission request');
+      return sendText(reply, refusal.status, `${oneLine(refusal.message)}\n`, refusal.close);
+    }
+    // A stack overflow or any other internal error stays in the log: the API server is told only that it happened.
+    logger.error({ err: error }, 'failed to answer admission request');
+    return sendText(reply, 500, 'internal error while answering the request\n');
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    metrics.refused(404, 'not_found');
+    return sendText(reply, 404, `no route for ${request.method} ${oneLine(request.url)}: POST AdmissionReviews to /\n`);
+  });
 
   /** Writes the answer to an admission the handler has dealt with, and says what was done. */
-  const send = (response: ServerResponse, apiVersion: AdmissionApiVersion, admission: AdmissionRequest, handled: HandledAdmission, started: number, debug: boolean): void => {
-    // node:http corks the socket at the first write until the next tick, so the pieces still leave in one TLS write.
-    const { pieces, bytes } = answerPieces(apiVersion, admission.uid, handled);
+  const send = (reply: FastifyReply, { apiVersion, request: admission }: ParsedReview, handled: HandledAdmission, started: number, debug: boolean): void => {
+    const body = answerBody(apiVersion, admission.uid, handled);
     metrics.record(handled, admission.namespace ?? '', (performance.now() - started) / 1e3);
-    logAdmission(logger, infoLine, debug, admission, handled);
+    logAdmission(logger, debug, admission, handled);
     options.onAdmitted?.(handled, admission);
-    response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': bytes });
-    const last = pieces.length - 1;
-    for (let i = 0; i < last; i++) response.write(pieces[i]);
-    response.end(pieces[last]);
+    reply.code(200).header('content-type', JSON_TYPE).send(body);
   };
 
-  /** An answer that could not be written: logged, and a 500 when nothing was sent yet. */
-  const failedToAnswer = (response: ServerResponse, err: unknown): void => {
-    logger.error({ err }, 'failed to answer admission request');
-    if (!response.headersSent) sendText(response, 500, 'internal error while answering the request\n');
-    else response.destroy();
-  };
-
-  /** A review's text, parsed and checked; undefined when it was refused instead (and the refusal sent). */
-  const parse = ({ response, text, read }: Arrival, debug: boolean): ParsedArrival | undefined => {
-    if (text.length === 0) return void refuse(response, 400, 'the body is empty', 'empty_body');
-    let body: unknown;
-    try {
-      body = parseJson(text);
-    } catch (err) {
-      return void refuse(response, 400, jsonSyntaxReason(err, text), 'invalid_json');
-    }
-    let parsed;
-    try {
-      parsed = parseReview(body);
-    } catch (err) {
-      if (err instanceof ReviewError) return void refuse(response, err.statusCode, err.message, 'invalid_review');
-      throw err;
-    }
-    const { apiVersion, request: admission } = parsed;
+  app.post('/', (request, reply) => {
+    const started = performance.now();
+    const review = reviewOf(request.body as string, request.headers['content-encoding']);
+    const admission = review.request;
+    const debug = logger.isLevelEnabled('debug');
     // At info the line that says what was done carries the review's identity too: one line per admission, not two.
     if (debug) {
       logger.debug(
@@ -188,198 +220,50 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
         `received admission review request "${admission.uid}" for ${admission.kind.kind.toLowerCase()}/${admission.namespace ?? ''}/${admission.name || objectName(admission.object) || '(generated name)'}`,
       );
     }
-    return { response, apiVersion, admission, read };
-  };
-
-  /**
-   * Answers a group of reviews: every one parsed, then every one handled, then every answer sent (each step of one
-   * review on its own, so that one that fails is answered with its error and the others as usual). Sends the answer at
-   * once when the handler answers at once, after it otherwise.
-   */
-  const answerGroup = (group: Arrival[]): void => {
-    const debug = logger.isLevelEnabled('debug');
-    const parsed: ParsedArrival[] = [];
-    for (const arrival of group) {
-      try {
-        const one = parse(arrival, debug);
-        if (one !== undefined) parsed.push(one);
-      } catch (err) {
-        failedToAnswer(arrival.response, err);
-      }
-    }
-    const handled: Array<{ review: ParsedArrival; answer: HandledAdmission | Promise<HandledAdmission> }> = [];
-    for (const review of parsed) {
-      try {
-        handled.push({ review, answer: handleAdmission(review.admission, sources) });
-      } catch (err) {
-        failedToAnswer(review.response, err);
-      }
-    }
-    for (const { review, answer } of handled) {
-      const { response, apiVersion, admission, read } = review;
-      if (answer instanceof Promise) {
-        answer.then((done) => send(response, apiVersion, admission, done, read, debug)).catch((err: unknown) => failedToAnswer(response, err));
-        continue;
-      }
-      try {
-        send(response, apiVersion, admission, answer, read, debug);
-      } catch (err) {
-        failedToAnswer(response, err);
-      }
-    }
-  };
-
-  /**
-   * Reviews whose bodies were read in this turn of the event loop, answered together once the turn's reading is done.
-   * Under load many connections have a review ready in one turn. Answered one at a time, each review's parsing, engine
-   * run and TLS write came right after the previous review's, and each step found the processor's caches holding the
-   * other steps' code and data: an engine run cost about four times what it costs in a loop, the patch's serialisation
-   * nearly three times. Taken step by step over a group, the steps follow their own kind; for pods that differ
-   * (`distinct` in bench:server, Node 24) an admission took 120 µs of CPU instead of 154. A group holds at most
-   * GROUP_BYTES of body text (and at least one review), so that the parsed reviews it holds at once stay a small part of
-   * the young generation. A lone review waits for one setImmediate.
-   */
-  let arrived: Arrival[] = [];
-  const answerArrived = (): void => {
-    const reviews = arrived;
-    arrived = [];
-    let group: Arrival[] = [];
-    let bytes = 0;
-    for (const review of reviews) {
-      if (group.length > 0 && bytes + review.text.length > GROUP_BYTES) {
-        answerGroup(group);
-        group = [];
-        bytes = 0;
-      }
-      group.push(review);
-      bytes += review.text.length;
-    }
-    answerGroup(group);
-  };
-  const arrive = (response: ServerResponse, text: string): void => {
-    arrived.push({ response, text, read: performance.now() });
-    if (arrived.length === 1) setImmediate(answerArrived);
-  };
-
-  /** Each connection's latest response, to tell a client that pipelines from one that is merely quick (pipelines). */
-  const latest = new WeakMap<Duplex, ServerResponse>();
-  const handle: RequestHandler = (request, response) => {
-    const socket = request.socket;
-    if (response.socket === null && pipelines(socket, latest.get(socket))) parseFromStream(socket);
-    latest.set(socket, response);
-    // Once closing, a request on a connection that is still open is told to go elsewhere.
-    if (closing) return sendText(response, 503, 'the injector is shutting down: send the review again\n', true);
-    if (request.method !== 'POST' || pathOf(request) !== '/') {
-      metrics.refused(404, 'not_found');
-      return sendText(response, 404, `no route for ${request.method ?? ''} ${oneLine(request.url ?? '')}: POST AdmissionReviews to /\n`);
-    }
-    if (!isJson(request.headers['content-type'])) return refuse(response, 415, 'the body must be application/json', 'unsupported_media_type');
-    // kube-apiserver sends reviews uncompressed; an encoded body would otherwise be read as text and called invalid JSON.
-    const encoding = request.headers['content-encoding'];
-    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
-      return refuse(response, 415, `the body must not be encoded (Content-Encoding: ${oneLine(encoding).slice(0, 64)})`, 'unsupported_media_type', true);
-    }
-    const tooLarge = `the body is larger than ${MAX_BODY_BYTES} bytes`;
-    // The client is told at once, and the connection is not kept: the rest of its body is not worth reading.
-    if (Number(request.headers['content-length'] ?? 0) > MAX_BODY_BYTES) return refuse(response, 413, tooLarge, 'body_too_large', true);
-    readBody(request, MAX_BODY_BYTES, (text) => {
-      if (text === undefined) return refuse(response, 413, tooLarge, 'body_too_large', true);
-      arrive(response, text);
-    });
-  };
-
-  const serverOptions = serverOptionsOf(limits);
-  const server: HttpsServer = options.tls
-    ? createHttpsServer({ ...serverOptions, handshakeTimeout: limits.handshakeTimeoutMs, key: options.tls.key, cert: options.tls.cert, minVersion: options.tls.minVersion }, handle)
-    : // Plain HTTP serves only in-process tests, which use nothing of the TLS server.
-      (createHttpServer(serverOptions, handle) as unknown as HttpsServer);
-  applyLimits(server, limits);
-  server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
-  answerClientErrors(server, (code) => {
-    if (code === 'ERR_HTTP_REQUEST_TIMEOUT') metrics.refused(408, 'request_timeout');
-    else if (code === 'HPE_HEADER_OVERFLOW') metrics.refused(431, 'headers_too_large');
-    else if (code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') metrics.refused(413, 'body_too_large');
-    // A client that went away is no refusal; anything else node:http could not parse got a 400.
-    else if (code !== 'ECONNRESET') metrics.refused(400, 'malformed_http');
-  });
-  // node:http hands a CONNECT to this event alone, and without a listener drops the connection unanswered.
-  server.on('connect', (request: IncomingMessage, socket: Duplex) => {
-    metrics.refused(404, 'not_found');
-    const text = `no route for CONNECT ${oneLine(request.url ?? '')}: POST AdmissionReviews to /\n`;
-    socket.end(`HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${text}`, () => socket.destroy());
+    const handled = handleAdmission(admission, sources);
+    // The sources answer at once nearly always (from their caches); a promise only when one had to be waited for.
+    if (handled instanceof Promise) return handled.then((done) => send(reply, review, done, started, debug));
+    send(reply, review, handled, started, debug);
+    return undefined;
   });
 
-  return {
-    server,
-    handle,
-    listen: (host, port) => listen(server, host, port),
-    close: () => {
-      closing = true;
-      return closeServer(server);
-    },
-  };
+  return app;
 }
 
-/**
- * Whether answers are backing up on a connection whose latest request has no socket for its response yet (kube-apiserver
- * never pipelines). That alone does not tell: with a client that waits for each answer, the answer before may be out
- * and read while node:http has not yet seen its write complete (a third of the requests of the benchmark's load, which
- * waits, came so, on every connection). Answers back up when the one before is not ended, is itself queued behind
- * another, or the connection's writes have passed their high-water mark: what can make node:http pause reading.
- */
-function pipelines(socket: Duplex, previous: ServerResponse | undefined): boolean {
-  return previous !== undefined && (!previous.writableEnded || previous.socket !== socket || socket.writableNeedDrain);
+/** A short text answer; `close` asks the client not to reuse the connection. */
+function sendText(reply: FastifyReply, status: number, text: string, close = false): FastifyReply {
+  if (close) reply.header('connection', 'close');
+  return reply.code(status).header('content-type', TEXT).send(text);
 }
 
-/**
- * node:http parses a TLS connection's bytes in native code, straight from the TLS layer. When it stops reading because a
- * client pipelines requests faster than it reads their answers, the TLS layer still hands the parser the records it has
- * already decrypted, and the paused parser fails (HPE_PAUSED): the connection was cut with answers still queued (Node
- * 20, 24 and 26 alike). A 'data' listener makes node:http parse that connection from the socket's stream instead, which
- * holds what arrives while reading is paused. Only a connection that pipelines gets one: for the others, parsing from
- * the stream cost `distinct` admissions about 5% more CPU in bench:server, and `skip` more.
- */
-function parseFromStream(socket: Duplex): void {
-  if (!socket.listeners('data').includes(ignoreData)) socket.on('data', ignoreData);
-}
-
-/** node:http reads the data itself; see parseFromStream. */
+/** node:http reads the data itself; the listener only moves its parsing onto the stream (see buildWebhookApp). */
 function ignoreData(): void {}
 
-/**
- * Reads a request's body as UTF-8 text, up to `limit` bytes; past that, tells `done` once with undefined and drops
- * the rest. A client that goes away mid-body gets nothing (there is nobody to answer).
- */
-function readBody(request: IncomingMessage, limit: number, done: (text: string | undefined) => void): void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let over = false;
-  request.on('data', (chunk: Buffer) => {
-    if (over) return;
-    size += chunk.length;
-    if (size > limit) {
-      over = true;
-      chunks.length = 0;
-      done(undefined);
-    } else {
-      chunks.push(chunk);
-    }
-  });
-  request.on('end', () => {
-    if (!over) done(chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks, size).toString('utf8'));
-  });
-  request.on('error', () => {
-    over = true;
+/** Counts what node:http refused before a request existed. */
+function countClientError(metrics: InjectorMetrics, code: string | undefined): void {
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') metrics.refused(408, 'request_timeout');
+  else if (code === 'HPE_HEADER_OVERFLOW') metrics.refused(431, 'headers_too_large');
+  else if (code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') metrics.refused(413, 'body_too_large');
+  // A client that went away is no refusal; anything else node:http could not parse got a 400.
+  else if (code !== 'ECONNRESET') metrics.refused(400, 'malformed_http');
+}
+
+/** node:http hands a CONNECT to this event alone, and without a listener drops the connection unanswered. */
+function refuseConnect(server: HttpServer, metrics: InjectorMetrics): void {
+  server.on('connect', (request, socket) => {
+    metrics.refused(404, 'not_found');
+    const text = `no route for CONNECT ${oneLine(request.url ?? '')}: POST AdmissionReviews to /\n`;
+    socket.end(`HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: ${TEXT}\r\n\r\n${text}`, () => socket.destroy());
   });
 }
 
 /**
  * One line per admission, in Linkerd's words, with the review's identity and the structured details beside them. A pod
  * that nobody asked to mesh (the most common review in a cluster where few namespaces are meshed) gets its line at
- * debug only: at info it would be most of the log and a tenth of the server's work, and the responses counter carries
- * it (skip_reason="injection_enable_annotation_absent", by namespace and owner kind).
+ * debug only: at info it would be most of the log, and the responses counter carries it
+ * (skip_reason="injection_enable_annotation_absent", by namespace and owner kind).
  */
-function logAdmission(log: Logger, infoLine: InfoLine, debug: boolean, request: AdmissionRequest, handled: HandledAdmission): void {
+function logAdmission(log: Logger, debug: boolean, request: AdmissionRequest, handled: HandledAdmission): void {
   if (handled.kind === 'failed') {
     log.error(
       { uid: request.uid, operation: request.operation, dryRun: request.dryRun === true, code: handled.failure.code, allowed: handled.response.allowed },
@@ -394,8 +278,7 @@ function logAdmission(log: Logger, infoLine: InfoLine, debug: boolean, request: 
   const result = handled.result;
   const unasked = result.outcome === 'skipped' && result.reasons.every((r) => r.code === 'injection_enable_annotation_absent');
   if (unasked && !debug) return;
-  // Written out, not spread from a shared part: spreading cost more than the rest of the line.
-  const details: Record<string, LineValue> = {
+  const details: Record<string, unknown> = {
     uid: request.uid,
     operation: request.operation,
     dryRun: request.dryRun === true,
@@ -410,7 +293,7 @@ function logAdmission(log: Logger, infoLine: InfoLine, debug: boolean, request: 
   const resource = resourceName(request, handled);
   const reasons = result.reasons.map((r) => r.text).join(', ');
   if (unasked) log.debug(details, `skipped ${resource}: ${reasons}`);
-  else if (result.outcome === 'injected') infoLine(details, `injection patch generated for: ${resource}`);
-  else if (result.outcome === 'annotated') infoLine(details, `annotation patch generated for: ${resource} (skipped: ${reasons})`);
-  else infoLine(details, `skipped ${resource}: ${reasons}`);
+  else if (result.outcome === 'injected') log.info(details, `injection patch generated for: ${resource}`);
+  else if (result.outcome === 'annotated') log.info(details, `annotation patch generated for: ${resource} (skipped: ${reasons})`);
+  else log.info(details, `skipped ${resource}: ${reasons}`);
 }

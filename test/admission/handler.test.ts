@@ -1,7 +1,7 @@
 /** The admission handler on its own, without a listener: what each kind of request becomes, and how failures are decided. */
 import { describe, expect, it } from 'vitest';
 import {
-  AnswerCache,
+  TemplateAnswerLru,
   SourceUnavailableError,
   boundedWarnings,
   handleAdmission,
@@ -108,7 +108,7 @@ describe('handleAdmission', () => {
 
   it('a static pod`s mirror in a namespace that enables and configures injection is admitted unchanged, with its reason', async () => {
     const ns = { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/opaque-ports': '5432' };
-    const answers = new AnswerCache();
+    const answers = new TemplateAnswerLru();
     for (let i = 0; i < 3; i++) {
       const handled = await handleAdmission(request(mirror()), sources({ namespaceAnnotations: () => ns, answers }));
       expect(handled.kind === 'evaluated' && handled.result.outcome).toBe('skipped');
@@ -203,7 +203,7 @@ describe('handleAdmission', () => {
 
   /** Three pods, `<prefix>-1` to `<prefix>-3`, admitted in turn with one cache (and the sources given). */
   const threeThroughOneCache = async (prefix: string, controlled: boolean, more: Partial<AdmissionSources> = {}) => {
-    const answers = new AnswerCache();
+    const answers = new TemplateAnswerLru();
     const admitted: HandledAdmission[] = [];
     const through = sources({ ...more, answers });
     for (const n of [1, 2, 3]) admitted.push(await handleAdmission(request(withName(`${prefix}-${n}`, controlled)), through));

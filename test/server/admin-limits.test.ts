@@ -26,7 +26,7 @@ beforeAll(async () => {
     logger: pino({ level: 'silent' }),
     limits: { headersTimeoutMs: 1_000, requestTimeoutMs: 2_000, keepAliveTimeoutMs: 1_000, maxConnections: 4 },
   });
-  await app.listen('127.0.0.1', 0);
+  await app.listen({ host: '127.0.0.1', port: 0 });
   port = (app.server.address() as { port: number }).port;
 });
 
@@ -142,7 +142,7 @@ describe('the admin listener, limits set short', () => {
       logger: pino({ level: 'silent' }),
       limits: { headersTimeoutMs: 1_000, requestTimeoutMs: 2_000, keepAliveTimeoutMs: 1_000, stallTimeoutMs: 2_000 },
     });
-    await stalled.listen('127.0.0.1', 0);
+    await stalled.listen({ host: '127.0.0.1', port: 0 });
     const openConnections = (): Promise<number> => new Promise((resolve) => stalled.server.getConnections((_err, n) => resolve(n)));
     const socket = connect((stalled.server.address() as { port: number }).port, '127.0.0.1').on('error', () => {});
     try {

@@ -1,6 +1,6 @@
 /**
- * The JSON log as a process writes it: lines gathered into buffers and written in the background must all come out,
- * whole, in order, and at exit too, whatever their size and characters.
+ * The JSON log as a process writes it: lines written in the background must all come out, whole, in order, and at exit
+ * too, whatever their size and characters.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
@@ -36,7 +36,7 @@ const messages = (out: string): string[] =>
     .map((line) => (JSON.parse(line) as { msg: string }).msg);
 
 describe('the JSON log', () => {
-  it('writes every line whole and in order: a burst larger than one gathering buffer, long lines, and characters of every UTF-8 length', () => {
+  it('writes every line whole and in order: a burst of thousands, long lines, and characters of every UTF-8 length', () => {
     const out = logOf(`
       const wide = 'é→😀';
       for (let i = 0; i < 3000; i++) log.info(\`line \${i} \${wide}\`);
@@ -51,15 +51,13 @@ describe('the JSON log', () => {
     expect(got).toEqual(want);
   });
 
-  it('writes the lines still gathered when the process exits at once', () => {
+  it('writes the lines still pending when the process exits at once', () => {
     const out = logOf(`log.info('before exit'); log.warn('just before'); process.exit(0);`);
     expect(messages(out)).toEqual(['before exit', 'just before']);
   });
 
-  it('writes the lines gathered at exit: in eight processes, none loses its last lines', async () => {
-    // The large line goes to the destination at once and is written in the background; the two short ones are still
-    // gathered when the script ends. Handing those to the destination at exit started a write the exiting process did
-    // not wait for: under Node 24 about half of such processes lost them.
+  it('writes the lines pending at exit: in eight processes, none loses its last lines', async () => {
+    // The large line is written in the background; the two short ones are still waiting for it when the script ends.
     const runs = await Promise.all(Array.from({ length: 8 }, () => logOfAsync(`log.info('big ' + 'x'.repeat(200000)); log.info('a'); log.info('b');`)));
     for (const run of runs) {
       expect(run.stderr).toBe('');
@@ -68,7 +66,7 @@ describe('the JSON log', () => {
     }
   });
 
-  it('writes lines logged across many gathering periods', async () => {
+  it('writes lines logged across many turns of the event loop', async () => {
     const out = logOf(`
       for (let round = 0; round < 5; round++) {
         log.info(\`round \${round}\`);

@@ -173,7 +173,7 @@ describe('refused requests', () => {
   it('counts what node:http refuses before a request exists (headers too large, bytes that are not HTTP) and answers a CONNECT', async () => {
     const metrics = new InjectorMetrics({ processMetrics: false });
     const app = buildWebhookApp({ sources: { config: () => testConfig(), namespaceAnnotations: () => undefined }, metrics, logger: silent });
-    await app.listen('127.0.0.1', 0);
+    await app.listen({ host: '127.0.0.1', port: 0 });
     const { port } = app.server.address() as AddressInfo;
     /**
      * Sends `bytes` on a connection of its own and returns the status line it got back. The server closes the

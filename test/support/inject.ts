@@ -1,7 +1,6 @@
-/** A request to a listener's handler in-process, without a socket (light-my-request). */
-import { inject as injectRequest, type InjectOptions, type Response } from 'light-my-request';
-import type { RequestHandler } from '../../src/server/http.js';
+/** A request to a fastify listener in-process, without a socket (fastify's own light-my-request). */
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 
-export function inject(app: { handle: RequestHandler }, options: InjectOptions): Promise<Response> {
-  return injectRequest(app.handle, options);
+export function inject(app: { inject(options: InjectOptions): Promise<LightMyRequestResponse> }, options: InjectOptions): Promise<LightMyRequestResponse> {
+  return app.inject(options);
 }
