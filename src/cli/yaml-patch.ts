@@ -2,8 +2,9 @@
  * RFC 6902 `add` and `remove` operations applied to a parsed YAML document in place, so that everything the patch does
  * not touch keeps its comments, key order and formatting; and the same operations applied to plain JSON values.
  */
+import jsonPatch, { type Operation } from 'fast-json-patch';
 import { isAlias, isMap, isScalar, isSeq, Pair, type Document, type Node, type YAMLMap, type YAMLSeq } from 'yaml';
-import { setOwn, type AddOperation, type RemoveOperation } from '../engine/index.js';
+import type { AddOperation, RemoveOperation } from '../engine/index.js';
 
 export type PatchOp = AddOperation | RemoveOperation;
 
@@ -34,33 +35,34 @@ const where = (op: PatchOp): string => `${op.op} ${op.path}`;
 // ---------------------------------------------------------------------------------------------------------------
 // Plain values
 
-/** Applies the operations to a plain JSON value in place (the root must be an object or array) and returns it. */
+/** A JSON pointer (RFC 6901) from its reference tokens. */
+function pointerOf(tokens: readonly string[]): string {
+  return tokens.map((t) => `/${t.replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
+}
+
+/**
+ * Applies the operations to a plain JSON value in place (the root must be an object or array) and returns it, with
+ * fast-json-patch. Each operation is cloned first: the library inserts a patch's values by reference, and the engine's
+ * are frozen and shared between pods.
+ */
 export function applyToValue<T>(root: T, ops: readonly PatchOp[], base: readonly string[] = []): T {
-  for (const op of ops) applyAt(root, op, [...base, ...parsePointer(op.path)]);
+  const prefix = pointerOf(base);
+  const cloned = ops.map((op): Operation => {
+    if (prefix + op.path === '') throw new PatchError(`${where(op)}: cannot replace the whole document`);
+    return op.op === 'add' ? { op: 'add', path: prefix + op.path, value: structuredClone(op.value) } : { op: 'remove', path: prefix + op.path };
+  });
+  try {
+    jsonPatch.applyPatch(root, cloned, true, true, true);
+  } catch (err) {
+    const failed = err instanceof jsonPatch.JsonPatchError ? err.operation : undefined;
+    throw new PatchError(`${failed ? `${failed.op} ${failed.path}: ` : ''}${(err as Error).message.split('\n')[0]}`);
+  }
   return root;
 }
 
 /** Applies one operation to a plain JSON value, at the path given as reference tokens. */
 export function applyAt(root: unknown, op: PatchOp, tokens: string[]): void {
-  const last = tokens.pop();
-  if (last === undefined) throw new PatchError(`${where(op)}: cannot replace the whole document`);
-  let parent: unknown = root;
-  for (const token of tokens) {
-    if (Array.isArray(parent)) parent = parent[arrayIndex(token, parent.length, false)];
-    else if (isPlainObject(parent) && Object.hasOwn(parent, token)) parent = parent[token];
-    else throw new PatchError(`${where(op)}: no value at ${JSON.stringify(token)}`);
-  }
-  if (Array.isArray(parent)) {
-    const index = arrayIndex(last, parent.length, op.op === 'add');
-    if (op.op === 'add') parent.splice(index, 0, structuredClone(op.value));
-    else parent.splice(index, 1);
-  } else if (isPlainObject(parent)) {
-    if (op.op === 'add') setOwn(parent, last, structuredClone(op.value));
-    else if (Object.hasOwn(parent, last)) delete parent[last];
-    else throw new PatchError(`${where(op)}: no key ${JSON.stringify(last)}`);
-  } else {
-    throw new PatchError(`${where(op)}: the parent is not an object or array`);
-  }
+  applyToValue(root, [{ ...op, path: pointerOf(tokens) }]);
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -65,12 +65,17 @@ export function pod(opts: PodOptions = {}): Record<string, unknown> {
   };
 }
 
-/** Applies the patch to a copy of `doc`, failing on any operation the API server would refuse. */
+/**
+ * Applies the patch to a copy of `doc`, failing on any operation the API server would refuse. The patch is copied too:
+ * fast-json-patch inserts its values by reference, and the engine's are frozen and shared between pods, so a test that
+ * changed the result would otherwise change (or fail on) the engine's own objects.
+ */
 export function applied<T>(doc: T, patch: readonly AddOperation[]): T {
   const copy = jsonPatch.deepClone(doc) as T;
-  const error = jsonPatch.validate(patch as jsonPatch.Operation[], copy);
+  const ops = jsonPatch.deepClone(patch) as jsonPatch.Operation[];
+  const error = jsonPatch.validate(ops, copy);
   if (error) throw new Error(`patch does not apply: ${error.name} at ${JSON.stringify(error.operation)}`);
-  return jsonPatch.applyPatch(copy, patch as jsonPatch.Operation[], true, false).newDocument;
+  return jsonPatch.applyPatch(copy, ops, true, false).newDocument;
 }
 
 export const names = (list: unknown): string[] =>
