@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Builds (or finds in the cache) the programs the node suite runs besides the e2e suite's control plane: kubelet,
+# kube-scheduler and kubectl from test/node/go (Kubernetes v1.34.10, the same module graph as test/e2e/go), and CoreDNS
+# from test/node/go-coredns. Built from the Go module proxy, once, into
+#   ${PROXY_INJECTOR_NODE_CACHE:-$HOME/.cache/proxy-injector/node}/bin-<versions>-<hash>/
+# whose name changes with either module's go.mod or go.sum or this recipe. etcd, kube-apiserver and
+# kube-controller-manager come from scripts/e2e-binaries.sh (its cache), which this script runs first.
+#
+# Prints TWO lines on stdout: the e2e binaries' directory, then this one. Everything else goes to stderr.
+set -euo pipefail
+
+RECIPE_VERSION=1
+BINARIES=(kubelet kube-scheduler kubectl coredns)
+
+log() { printf 'node-binaries: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+K8S_MODULE="$REPO_ROOT/test/node/go"
+DNS_MODULE="$REPO_ROOT/test/node/go-coredns"
+
+# The control plane first: on CI the e2e suite has built it already, and it fills the Go build cache these reuse.
+E2E_DIR=$(unset E2E_KUBERNETES KUBEBUILDER_ASSETS; bash "$REPO_ROOT/scripts/e2e-binaries.sh")
+[[ -x "$E2E_DIR/kube-apiserver" ]] || die "scripts/e2e-binaries.sh printed $E2E_DIR, which holds no kube-apiserver"
+
+module_version() { # <go.mod> <module path>: in a require block or on a require line of its own
+  awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' "$1"
+}
+K8S_VERSION=$(module_version "$K8S_MODULE/go.mod" k8s.io/kubernetes)
+DNS_VERSION=$(module_version "$DNS_MODULE/go.mod" github.com/coredns/coredns)
+[[ -n "$K8S_VERSION" && -n "$DNS_VERSION" ]] || die "cannot read the pinned versions from the modules' go.mod"
+HASH=$(
+  {
+    printf 'recipe %s\n' "$RECIPE_VERSION"
+    cat "$K8S_MODULE/go.mod" "$K8S_MODULE/go.sum" "$K8S_MODULE/tools.go" "$DNS_MODULE/go.mod" "$DNS_MODULE/go.sum" "$DNS_MODULE/main.go"
+  } | sha256sum | cut -c1-12
+)
+CACHE_ROOT=${PROXY_INJECTOR_NODE_CACHE:-${HOME:?HOME is not set}/.cache/proxy-injector/node}
+BIN_DIR="$CACHE_ROOT/bin-k8s-$K8S_VERSION-coredns-$DNS_VERSION-$HASH"
+
+has_all() {
+  local b
+  for b in "${BINARIES[@]}"; do [[ -x "$BIN_DIR/$b" ]] || return 1; done
+}
+print_dirs() { printf '%s\n%s\n' "$E2E_DIR" "$BIN_DIR"; exit 0; }
+has_all && print_dirs
+
+mkdir -p "$BIN_DIR"
+exec 9>"$BIN_DIR/.lock"
+flock 9
+has_all && print_dirs
+
+GO=${GO:-$(command -v go || true)}
+[[ -n "$GO" ]] || die "Go is needed to build the node suite's binaries (or set GO=/path/to/go)"
+export CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=readonly
+
+TMP=
+BUILD_PID=
+trap '[[ -n "$BUILD_PID" ]] && kill -TERM "$BUILD_PID" 2>/dev/null; [[ -n "$TMP" ]] && rm -f -- "$TMP"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The version stamps Kubernetes' own build writes with -X (hack/lib/version.sh), as scripts/e2e-binaries.sh writes them.
+K8S_TIME=$(cd "$K8S_MODULE" && "$GO" list -m -f '{{if .Time}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' k8s.io/kubernetes)
+K8S_MAJOR=${K8S_VERSION#v}; K8S_MAJOR=${K8S_MAJOR%%.*}
+K8S_MINOR=${K8S_VERSION#v*.}; K8S_MINOR=${K8S_MINOR%%.*}
+K8S_LDFLAGS="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  K8S_LDFLAGS+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$K8S_MAJOR -X $pkg.gitMinor=$K8S_MINOR"
+  K8S_LDFLAGS+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=${K8S_TIME:-1970-01-01T00:00:00Z}"
+done
+
+build() { # <name> <module dir> <package> <ldflags>
+  local name=$1 dir=$2 pkg=$3 ldflags=$4
+  [[ -x "$BIN_DIR/$name" ]] && return
+  TMP="$BIN_DIR/.$name.tmp.$$"
+  log "$name: building $pkg (go $("$GO" env GOVERSION)) ..."
+  local start=$SECONDS
+  # In the background and waited for, so that a signal reaches the trap at once.
+  (cd "$dir" && exec "$GO" build -p 2 -trimpath -ldflags "$ldflags" -o "$TMP" "$pkg") >&2 &
+  BUILD_PID=$!
+  wait "$BUILD_PID" || die "building $name failed"
+  BUILD_PID=
+  mv -f -- "$TMP" "$BIN_DIR/$name"
+  TMP=
+  log "$name: done in $((SECONDS - start)) s"
+}
+
+start=$SECONDS
+build kube-scheduler "$K8S_MODULE" k8s.io/kubernetes/cmd/kube-scheduler "$K8S_LDFLAGS"
+build kubelet "$K8S_MODULE" k8s.io/kubernetes/cmd/kubelet "$K8S_LDFLAGS"
+build kubectl "$K8S_MODULE" k8s.io/kubernetes/cmd/kubectl "$K8S_LDFLAGS"
+build coredns "$DNS_MODULE" proxy-injector/test/node/go-coredns "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$DNS_VERSION"
+log "built in $((SECONDS - start)) s into $BIN_DIR"
+has_all || die "$BIN_DIR is incomplete"
+print_dirs
