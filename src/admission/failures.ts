@@ -52,10 +52,15 @@ export function isSourceUnavailable(value: unknown): value is SourceUnavailableE
 export interface AdmissionFailure {
   code: AdmissionFailureCode;
   message: string;
+  /** For the log only: what went wrong inside the injector, when the message does not say it. */
+  detail?: string;
 }
+
+/** What the API server is told of a defect in the injector: the log has the rest, which could name its internals. */
+const INTERNAL_ERROR = 'an internal error (HANDLER_ERROR); the injector logged what it was';
 
 export function failureOf(err: unknown): AdmissionFailure {
   const message = err instanceof Error ? err.message : String(err);
   if (isEngineError(err) || isSourceUnavailable(err)) return { code: err.code, message };
-  return { code: 'HANDLER_ERROR', message };
+  return { code: 'HANDLER_ERROR', message: INTERNAL_ERROR, detail: message };
 }

@@ -33,7 +33,7 @@ import { prepareEnv, proxyEnv, type PreparedEnv } from './render/env.js';
 import { quotaRisks, type ResourceConstraints } from './quota.js';
 import { startupRisks, takenNameRisks, type StartupRisk } from './risks.js';
 import { checkValues, type LinkerdValues } from './values.js';
-import { keysAmong, locate, stringMap } from './workload.js';
+import { keysAmong, locate, stringMap, type Located } from './workload.js';
 
 /** Owner kinds that give the pod a `linkerd.io/proxy-<kind>: <name>` label (CronJobs and bare pods do not). */
 const LABELLED_OWNER_KINDS = new Set(['deployment', 'replicationcontroller', 'replicaset', 'job', 'daemonset', 'statefulset']);
@@ -407,6 +407,39 @@ export interface InjectionRecord {
   risks: StartupRisk[];
 }
 
+/** What the API server accepts of an object's annotations, keys and values together, in UTF-8 bytes. */
+const MAX_ANNOTATION_BYTES = 256 * 1024;
+
+/**
+ * Refuses annotations larger than the API server accepts: it refuses such an object once the webhooks have answered,
+ * and reading them (every override rule parses its annotation, and some values are copied into the patch several times)
+ * is the one part of the work whose size a pod's author chooses freely.
+ */
+function checkAnnotationSize(annotations: Readonly<Record<string, string>>, located: Located): void {
+  let chars = 0;
+  for (const key in annotations) chars += key.length + (annotations[key]?.length ?? 0);
+  // A UTF-16 code unit takes at most three bytes: below a third of the limit there is nothing to count.
+  if (chars * 3 <= MAX_ANNOTATION_BYTES) return;
+  let bytes = 0;
+  for (const key in annotations) bytes += utf8Bytes(key) + utf8Bytes(annotations[key] ?? '');
+  if (bytes > MAX_ANNOTATION_BYTES) {
+    throw new EngineError(
+      'INVALID_OBJECT',
+      `the annotations of ${located.kind} ${located.name || '(unnamed)'} take ${bytes} bytes, more than the ${MAX_ANNOTATION_BYTES} (256 KiB) the API server accepts`,
+    );
+  }
+}
+
+/** The length of a text in UTF-8: one byte for ASCII, two up to U+07FF, three above, four for a surrogate pair. */
+function utf8Bytes(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x80) bytes += c >= 0x800 && (c < 0xd800 || c > 0xdfff) ? 2 : 1;
+  }
+  return bytes;
+}
+
 const nothingAdded = (): Added => ({ annotations: {}, labels: {}, initContainers: [], containers: [], volumes: [] });
 
 /**
@@ -424,6 +457,8 @@ export function inject(request: InjectionRequest): InjectionResult {
   const metadata = isObject(template?.metadata) ? template.metadata : undefined;
   const own = templateAnnotations(metadata?.annotations);
   const ownAnnotations = own.all;
+  const objectMetadata = isObject(request.object) ? request.object['metadata'] : undefined;
+  checkAnnotationSize(template ? ownAnnotations : stringMap(isObject(objectMetadata) ? objectMetadata['annotations'] : undefined), located);
   const nsAnnotations = origin === 'cli' ? {} : (request.namespaceAnnotations ?? {});
   const spec = template ? specOf(template) : {};
   const decision = report({

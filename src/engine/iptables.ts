@@ -9,7 +9,7 @@
  * compared line by line with a real run (and `iptables-restore` can apply it, wrapped in `*nat` ... `COMMIT`).
  */
 import { EngineError } from './errors.js';
-import type { Container } from './k8s.js';
+import { pushAll, type Container } from './k8s.js';
 import { INIT_CONTAINER } from './names.js';
 import { parseGoBool, parseGoInt, parsePortRange, type PortRange } from './parsers.js';
 
@@ -296,7 +296,7 @@ function tableRules(o: InitOptions, family: 4 | 6): string[] {
   if (o.uid > 0) output.push(`-A ${OUTPUT_CHAIN} -m owner --uid-owner ${o.uid} ${comment('ignore-proxy-user-id')} -j RETURN`);
   if (o.gid > 0) output.push(`-A ${OUTPUT_CHAIN} -m owner --gid-owner ${o.gid} ${comment('ignore-proxy-group-id')} -j RETURN`);
   output.push(`-A ${OUTPUT_CHAIN} -o lo ${comment('ignore-loopback')} -j RETURN`);
-  output.push(...ignorePorts(OUTPUT_CHAIN, o.outboundPortsToIgnore));
+  pushAll(output, ignorePorts(OUTPUT_CHAIN, o.outboundPortsToIgnore));
   output.push(
     `-A ${OUTPUT_CHAIN} -p tcp ${comment('redirect-all-outgoing-to-proxy-port')} -j REDIRECT --to-ports ${o.outboundPort}`,
   );

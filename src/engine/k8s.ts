@@ -140,6 +140,15 @@ export function setOwn(out: Record<string, unknown>, key: string, value: unknown
 }
 
 /**
+ * Appends `items` to `out` one by one: spreading them into push() passes each as an argument, and a list as long as a
+ * pod can make one (a port or env list in an annotation) overflows the stack.
+ */
+export function pushAll<T>(out: T[], items: readonly T[]): void {
+  // By index: a for-of over a frozen array allocated an iterator result for every item.
+  for (let i = 0; i < items.length; i++) out.push(items[i] as T);
+}
+
+/**
  * A deep copy of plain JSON-like data (objects, arrays, scalars). Several times faster than `structuredClone` on the
  * values tree, which matters because every admission copies it.
  */

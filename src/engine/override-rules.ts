@@ -65,6 +65,15 @@ const PORT_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const ok = <T>(value: T): Parsed<T> => ({ value });
 const no = (reason: string): { reason: string } => ({ reason });
 
+/** Items quoted in a reason: at most this many, then how many more, so that a reason grows with nothing a pod chooses. */
+const MAX_ITEMS_SHOWN = 10;
+
+/** The first items of a list, comma-separated, and how many more there were. */
+export function someItems(items: readonly string[]): string {
+  const shown = items.slice(0, MAX_ITEMS_SHOWN).join(', ');
+  return items.length > MAX_ITEMS_SHOWN ? `${shown} and ${items.length - MAX_ITEMS_SHOWN} more` : shown;
+}
+
 const text = (): OverrideRule<string>['parse'] => (t) => ok(t);
 
 const oneOf =
@@ -110,7 +119,7 @@ const quantity: OverrideRule<{ text: string; cores: number }>['parse'] = memoize
 /** Ports and ranges, kept as written: proxy-init receives the list as given. */
 const portList: OverrideRule<string>['parse'] = memoizeText((t) => {
   const { invalid } = parsePortList(t);
-  return invalid.length === 0 ? ok(t) : no(`not a comma-separated list of ports and port ranges (${invalid.join(', ')})`);
+  return invalid.length === 0 ? ok(t) : no(`not a comma-separated list of ports and port ranges (${someItems(invalid)})`);
 });
 
 /** Ports, ranges and container port names; the items that are none of these are left out and the rest kept. */
@@ -252,5 +261,5 @@ export function refusal(annotation: string, t: string, context: ParseContext = {
   const parsed = overrideRule(annotation)?.parse(t, context);
   if (parsed === undefined) return undefined;
   if ('reason' in parsed) return parsed.reason;
-  return parsed.dropped && `${parsed.dropped.reason}: ${parsed.dropped.items.join(', ')}`;
+  return parsed.dropped && `${parsed.dropped.reason}: ${someItems(parsed.dropped.items)}`;
 }

@@ -44,21 +44,33 @@ export interface Overridden {
   warnings: string[];
 }
 
+/** Most characters of an ignored value quoted in its warning: kubectl shows 240 of a warning in all. */
+const MAX_QUOTED = 100;
+
 function ignored(warnings: string[], key: string, value: string, why: string): void {
-  warnings.push(`ignored annotation ${key}=${JSON.stringify(value)}: ${why}`);
+  const quoted = value.length > MAX_QUOTED ? `${JSON.stringify(value.slice(0, MAX_QUOTED))}... (${value.length} characters)` : JSON.stringify(value);
+  warnings.push(`ignored annotation ${key}=${quoted}: ${why}`);
 }
+
+/** Items a list leaves out that get a warning each; the rest are counted in one more. */
+const MAX_DROPPED_WARNINGS = 10;
 
 /** Linkerd's additional-env layering: entries replace earlier ones of the same name in place, others are appended. */
 export function mergeAdditionalEnv(layers: ReadonlyArray<readonly EnvVar[]>): EnvVar[] {
   const merged: EnvVar[] = [];
+  const at = new Map<string, number>();
   for (const layer of layers) {
     // By index: a layer parsed from an annotation is remembered frozen, and a for-of over a frozen array allocated an
     // iterator result for each entry.
     for (let i = 0; i < layer.length; i++) {
       const env = layer[i] as EnvVar;
-      const at = merged.findIndex((e) => e.name === env.name);
-      if (at >= 0) merged[at] = env;
-      else merged.push(env);
+      const index = at.get(env.name);
+      if (index !== undefined) {
+        merged[index] = env;
+      } else {
+        at.set(env.name, merged.length);
+        merged.push(env);
+      }
     }
   }
   return merged;
@@ -118,7 +130,11 @@ export function applyOverrides(input: OverrideInput): Overridden {
       ignored(warnings, rule.annotation, text, parsed.reason);
       return undefined;
     }
-    for (const item of parsed.dropped?.items ?? []) ignored(warnings, rule.annotation, item, parsed.dropped?.reason ?? '');
+    if (parsed.dropped) {
+      const { items, reason } = parsed.dropped;
+      for (const item of items.slice(0, MAX_DROPPED_WARNINGS)) ignored(warnings, rule.annotation, item, reason);
+      if (items.length > MAX_DROPPED_WARNINGS) warnings.push(`ignored ${items.length - MAX_DROPPED_WARNINGS} more items of annotation ${rule.annotation}: ${reason}`);
+    }
     return parsed;
   };
 

@@ -1,6 +1,6 @@
 /** Undoing an injection: the RFC 6902 `remove` operations that take Linkerd's containers, volumes and metadata out. */
 import { INJECT_ANNOTATION, INJECT_DISABLED, INJECTED_CONTAINERS, INJECTED_VOLUMES } from './names.js';
-import { isObject } from './k8s.js';
+import { isObject, pushAll } from './k8s.js';
 import { escapePointer } from './patch.js';
 import { isWorkloadKind, templatePrefix } from './workload.js';
 
@@ -111,9 +111,9 @@ export function uninject(object: unknown, options: UninjectOptions = {}): Uninje
   const patch: RemoveOperation[] = [];
   const meta = (owner: Record<string, unknown>, base: string): void => {
     const change = stripMetadata(owner, base);
-    patch.push(...change.ops);
-    removed.annotations.push(...change.annotations);
-    removed.labels.push(...change.labels);
+    pushAll(patch, change.ops);
+    pushAll(removed.annotations, change.annotations);
+    pushAll(removed.labels, change.labels);
   };
   meta(object, '');
   if (!isWorkloadKind(kind)) return { patch, removed };
@@ -133,9 +133,9 @@ export function uninject(object: unknown, options: UninjectOptions = {}): Uninje
   const inits = stripList(spec, base, 'initContainers', containers, true);
   const apps = stripList(spec, base, 'containers', containers, false);
   const vols = stripList(spec, base, 'volumes', volumes, true);
-  patch.push(...inits.ops, ...apps.ops, ...vols.ops);
-  removed.initContainers.push(...inits.gone);
-  removed.containers.push(...apps.gone);
-  removed.volumes.push(...vols.gone);
+  for (const list of [inits, apps, vols]) pushAll(patch, list.ops);
+  pushAll(removed.initContainers, inits.gone);
+  pushAll(removed.containers, apps.gone);
+  pushAll(removed.volumes, vols.gone);
   return { patch, removed };
 }

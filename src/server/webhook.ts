@@ -267,7 +267,7 @@ function logAdmission(log: Logger, debug: boolean, request: AdmissionRequest, ha
   if (handled.kind === 'failed') {
     log.error(
       { uid: request.uid, operation: request.operation, dryRun: request.dryRun === true, code: handled.failure.code, allowed: handled.response.allowed },
-      `failed to run webhook handler for ${resourceName(request, handled)}. Reason: ${handled.failure.message}`,
+      `failed to run webhook handler for ${resourceName(request, handled)}. Reason: ${handled.failure.detail ?? handled.failure.message}`,
     );
     return;
   }

@@ -26,9 +26,11 @@ describe('admission failure codes', () => {
     expect(failureOf(err)).toEqual({ code: 'CONFIG_NOT_LOADED', message: err.message });
   });
 
-  it('anything else is a handler error, whatever code it carries', () => {
+  it('anything else is a handler error, whatever code it carries: its text is for the log, never for the API server', () => {
     const foreign = Object.assign(new Error('boom'), { code: 'NAMESPACE_UNKNOWN' });
-    expect(failureOf(foreign)).toEqual({ code: 'HANDLER_ERROR', message: 'boom' });
-    expect(failureOf('a string')).toEqual({ code: 'HANDLER_ERROR', message: 'a string' });
+    const internal = 'an internal error (HANDLER_ERROR); the injector logged what it was';
+    expect(failureOf(foreign)).toEqual({ code: 'HANDLER_ERROR', message: internal, detail: 'boom' });
+    expect(failureOf('a string')).toEqual({ code: 'HANDLER_ERROR', message: internal, detail: 'a string' });
+    expect(failureOf(new RangeError('Maximum call stack size exceeded'))).toEqual({ code: 'HANDLER_ERROR', message: internal, detail: 'Maximum call stack size exceeded' });
   });
 });

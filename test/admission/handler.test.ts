@@ -187,7 +187,8 @@ describe('handleAdmission', () => {
   it('an unexpected error from a source is a HANDLER_ERROR, decided like any other failure', async () => {
     const broken = sources({ owner: () => Promise.reject(new TypeError('cannot read properties of undefined')) });
     const asked = failed(await handleAdmission(request(enabled()), broken));
-    expect(asked.failure).toEqual({ code: 'HANDLER_ERROR', message: 'cannot read properties of undefined' });
+    expect(asked.failure).toEqual({ code: 'HANDLER_ERROR', message: 'an internal error (HANDLER_ERROR); the injector logged what it was', detail: 'cannot read properties of undefined' });
+    expect(JSON.stringify(asked.response)).not.toContain('cannot read properties');
     expect(asked.response.allowed).toBe(false);
     expect(failed(await handleAdmission(request(plain()), broken)).response.allowed).toBe(true);
   });

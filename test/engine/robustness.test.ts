@@ -92,3 +92,64 @@ describe('malformed objects', () => {
     );
   });
 });
+
+/**
+ * What one pod can make the engine do is bounded by what the API server would store: annotations over its 256 KiB
+ * are refused, and within that every list is read once, warnings stop at a few per annotation, and no list is spread
+ * into a call's arguments (a long one overflows the stack).
+ */
+describe('hostile annotation values', () => {
+  const enabled = (annotations: Record<string, string>) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'p', namespace: 'ns', annotations: { 'linkerd.io/inject': 'enabled', ...annotations } },
+    spec: { containers: [{ name: 'c', image: 'c' }] },
+  });
+  const run = (object: unknown, namespaceAnnotations: Record<string, string> = {}): InjectionResult =>
+    inject({ object, kind: 'Pod', namespace: 'ns', namespaceAnnotations, config: testConfig() });
+
+  it('annotations larger than the API server accepts are refused as INVALID_OBJECT, counted in UTF-8 bytes', () => {
+    const under = 'x'.repeat(256 * 1024 - 100);
+    expect(run(enabled({ 'example.com/big': under })).outcome).toBe('injected');
+    // 'é' takes two bytes: 140,000 of them are 280,000 bytes in 140,000 characters.
+    const err = (() => {
+      try {
+        run(enabled({ 'example.com/big': 'é'.repeat(140_000) }));
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    expect(err).toBeInstanceOf(EngineError);
+    expect((err as EngineError).code).toBe('INVALID_OBJECT');
+    expect((err as EngineError).message).toBe('the annotations of pod p take 280039 bytes, more than the 262144 (256 KiB) the API server accepts');
+  });
+
+  it('an opaque-ports list of 100,000 invalid items gives eleven short warnings, not one per item', () => {
+    const result = run(enabled({ 'config.linkerd.io/opaque-ports': Array.from({ length: 100_000 }, () => '!').join(',') }));
+    expect(result.warnings).toHaveLength(11);
+    expect(result.warnings[0]).toBe('ignored annotation config.linkerd.io/opaque-ports="!": not a port, a range or a container port name');
+    expect(result.warnings[10]).toBe('ignored 99990 more items of annotation config.linkerd.io/opaque-ports: not a port, a range or a container port name');
+  });
+
+  it('an unusable value is quoted in its warning up to 100 characters, and a list of bad items up to ten of them', () => {
+    const value = Array.from({ length: 30_000 }, (_, i) => `bad${i}`).join(',');
+    const [warning] = run(enabled({ 'config.linkerd.io/skip-inbound-ports': value })).warnings;
+    expect(warning).toBe(
+      `ignored annotation config.linkerd.io/skip-inbound-ports=${JSON.stringify(value.slice(0, 100))}... (${value.length} characters): ` +
+        'not a comma-separated list of ports and port ranges (bad0, bad1, bad2, bad3, bad4, bad5, bad6, bad7, bad8, bad9 and 29990 more)',
+    );
+  });
+
+  it("150,000 additional env entries from the namespace are merged by name, each name once, without overflowing the stack", () => {
+    const entries = Array.from({ length: 150_000 }, (_, i) => ({ name: `E${i % 100_000}`, value: String(i) }));
+    const result = run(enabled({}), { 'config.linkerd.io/proxy-additional-env': JSON.stringify(entries) });
+    const proxy = applied(enabled({}), result.patch) as { spec: { containers: Array<{ name: string; env: Array<{ name: string; value?: string }> }> } };
+    const env = proxy.spec.containers.find((c) => c.name === 'linkerd-proxy')?.env ?? [];
+    const added = env.filter((e) => /^E\d+$/.test(e.name));
+    expect(added).toHaveLength(100_000);
+    // A later entry of the same name replaces the earlier one where it stood.
+    expect(added[0]).toEqual({ name: 'E0', value: '100000' });
+    expect(added[99_999]).toEqual({ name: 'E99999', value: '99999' });
+  });
+});

@@ -254,16 +254,21 @@ describe('failures while handling a valid request', () => {
     throw new Error('cannot read the values file /etc/linkerd/values: ENOENT');
   };
 
-  it('deny a pod that asks for injection: HTTP 200, allowed false, the reason, counted', async () => {
-    const { app, metrics } = setup({ config: broken });
+  it('deny a pod that asks for injection: HTTP 200, allowed false, counted; the error itself only in the log', async () => {
+    const lines: Array<{ msg: string; code?: string }> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as (typeof lines)[number]) });
+    const metrics = new InjectorMetrics({ processMetrics: false });
+    const app = buildWebhookApp({ sources: { config: broken, namespaceAnnotations: () => undefined }, metrics, logger });
+    apps.push(app);
     const res = await post(app, admissionReview(enabledPod(), { uid: 'u-9' }));
     expect(res.statusCode).toBe(200);
     expect(res.json().response).toEqual({
       uid: 'u-9',
       allowed: false,
-      status: { code: 500, message: 'proxy-injector: cannot read the values file /etc/linkerd/values: ENOENT' },
+      status: { code: 500, message: 'proxy-injector: an internal error (HANDLER_ERROR); the injector logged what it was' },
     });
     expect(await metrics.metrics()).toMatch(/^proxy_inject_admission_failures_total\{code="HANDLER_ERROR",denied="true"\} 1$/m);
+    expect(lines.find((l) => l.code === 'HANDLER_ERROR')?.msg).toBe('failed to run webhook handler for pod/shop/(generated name). Reason: cannot read the values file /etc/linkerd/values: ENOENT');
   });
 
   it('admit a pod that does not ask for injection, with a warning', async () => {
@@ -271,7 +276,7 @@ describe('failures while handling a valid request', () => {
     const res = await post(app, admissionReview(pod()));
     expect(res.json().response.allowed).toBe(true);
     expect(res.json().response.patch).toBeUndefined();
-    expect(res.json().response.warnings[0]).toMatch(/could not evaluate this object .*ENOENT.*does not ask for injection/);
+    expect(res.json().response.warnings[0]).toBe('proxy-injector could not evaluate this object (an internal error (HANDLER_ERROR); the injector logged what it was); it does not ask for injection');
     expect(await metrics.metrics()).toMatch(/^proxy_inject_admission_failures_total\{code="HANDLER_ERROR",denied="false"\} 1$/m);
   });
 
@@ -290,7 +295,7 @@ describe('failures while handling a valid request', () => {
     });
     const res = await post(app, admissionReview(enabledPod()));
     expect(res.statusCode).toBe(200);
-    expect(res.json().response).toMatchObject({ allowed: false, status: { message: 'proxy-injector: namespace shop is not known yet' } });
+    expect(res.json().response).toMatchObject({ allowed: false, status: { message: 'proxy-injector: an internal error (HANDLER_ERROR); the injector logged what it was' } });
   });
 });
 

@@ -1,5 +1,5 @@
 /** The proxy container's environment, in the exact order Linkerd renders it. */
-import { copyPlain, type EnvVar } from '../k8s.js';
+import { copyPlain, pushAll, type EnvVar } from '../k8s.js';
 import { compareCodeUnits } from '../patch.js';
 import { deepFreeze } from '../memo.js';
 import type { LinkerdValues, ProxyParams } from '../values.js';
@@ -202,18 +202,14 @@ export function proxyEnv(input: EnvInput): EnvVar[] {
   pushAll(out, fixed && sameIdentity ? fixed.identity : identityEnv(values, cp));
   if (proxy.accessLog) out.push(env('LINKERD2_PROXY_ACCESS_LOG', proxy.accessLog));
   if (proxy.shutdownGracePeriod) out.push(env('LINKERD2_PROXY_SHUTDOWN_GRACE_PERIOD', proxy.shutdownGracePeriod));
-  out.push(...copyPlain(proxy.additionalEnv), ...copyPlain(proxy.experimentalEnv));
+  pushAll(out, copyPlain(proxy.additionalEnv));
+  pushAll(out, copyPlain(proxy.experimentalEnv));
   return out;
 }
 
 /** An entry that appears only when its setting is given. */
 function optional(out: EnvVar[], name: string, value: string): void {
   if (value) out.push(env(name, value));
-}
-
-function pushAll<T>(out: T[], items: readonly T[]): void {
-  // By index: a for-of over a frozen array allocated an iterator result for every item.
-  for (let i = 0; i < items.length; i++) out.push(items[i] as T);
 }
 
 /** The identity and control-plane entries, which depend on the cluster's names and trust anchors only. */
