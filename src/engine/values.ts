@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import { decodeCapabilities, decodeEnvList, PULL_POLICIES, securityContextProblem, VALUES_DECODER } from './api-types.js';
 import { EngineError } from './errors.js';
-import { setOwn, type EnvVar } from './k8s.js';
+import { pushAll, setOwn, type EnvVar } from './k8s.js';
 import { XTABLES_LOCK_VOLUME } from './names.js';
 import { parseQuantity } from './parsers.js';
 
@@ -366,7 +366,35 @@ export function loadValues(yamlText: string): LinkerdValues {
   } catch (err) {
     throw new EngineError('INVALID_VALUES', `Linkerd values are not valid YAML: ${printable((err as Error).message.split('\n')[0] ?? '').replace(/:$/, '')}`);
   }
+  const most = Math.max(MIN_EXPANSION_BOUND, 2 * yamlText.length);
+  if (expandsBeyond(doc, most)) {
+    throw new EngineError('INVALID_VALUES', `Linkerd values use YAML aliases that expand them to more than ${most} bytes`);
+  }
   return mergeValues(doc);
+}
+
+/**
+ * What a values document may expand to through its aliases, at least: Linkerd's own values are some 40 KB, and a
+ * ConfigMap holds at most 1 MiB. An alias repeats its anchor wherever it stands, and what the values hold is copied into
+ * every pod's patch: 900 aliases to a 1 MiB string made a 900 MB patch.
+ */
+const MIN_EXPANSION_BOUND = 4 * 1024 * 1024;
+
+/**
+ * Whether a parsed document, each alias counted wherever it stands, holds more than `bound` bytes: a string counts its
+ * length, anything else one. Stops as soon as it knows.
+ */
+function expandsBeyond(doc: unknown, bound: number): boolean {
+  let size = 0;
+  const pending: unknown[] = [doc];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    size += typeof value === 'string' ? value.length : 1;
+    if (size > bound) return true;
+    if (Array.isArray(value)) pushAll(pending, value);
+    else if (isMap(value)) for (const key in value) pending.push(key, value[key]);
+  }
+  return false;
 }
 
 /** Merges an already-parsed values document (a plain object, or null for "none") over the embedded defaults. */

@@ -144,7 +144,7 @@ describe('hostile annotation values', () => {
   it("150,000 additional env entries from the namespace are merged by name, each name once, without overflowing the stack", () => {
     const entries = Array.from({ length: 150_000 }, (_, i) => ({ name: `E${i % 100_000}`, value: String(i) }));
     const result = run(enabled({}), { 'config.linkerd.io/proxy-additional-env': JSON.stringify(entries) });
-    const proxy = applied(enabled({}), result.patch) as { spec: { containers: Array<{ name: string; env: Array<{ name: string; value?: string }> }> } };
+    const proxy = applied(enabled({}), result.patch) as unknown as { spec: { containers: Array<{ name: string; env: Array<{ name: string; value?: string }> }> } };
     const env = proxy.spec.containers.find((c) => c.name === 'linkerd-proxy')?.env ?? [];
     const added = env.filter((e) => /^E\d+$/.test(e.name));
     expect(added).toHaveLength(100_000);

@@ -51,6 +51,15 @@ describe('loadValues', () => {
     expect(v.proxy.outbound).toEqual({ server: { http2: { keepAliveInterval: '10s', keepAliveTimeout: '3s' } } });
   });
 
+  it('refuses aliases that expand the values beyond 4 MiB (or twice the text), and keeps those that do not', () => {
+    const anchored = (aliases: number): string =>
+      `note: &big "${'x'.repeat(100_000)}"\nproxy:\n  additionalEnv:\n${'  - {name: A, value: *big}\n'.repeat(aliases)}`;
+    expect(loadValues(anchored(10)).proxy.additionalEnv).toHaveLength(10);
+    expect(() => loadValues(anchored(50))).toThrow(/^Linkerd values use YAML aliases that expand them to more than 4194304 bytes$/);
+    // Without aliases, a large document is its own size.
+    expect(loadValues(`note: "${'x'.repeat(5_000_000)}"\n`)).toBeDefined();
+  });
+
   it('keeps keys it does not read without interpreting them', () => {
     const v = loadValues('controllerReplicas: 3\nproxy:\n  outboundTransportMode: transport-header\n') as unknown as Record<string, any>;
     expect(v['controllerReplicas']).toBe(3);
