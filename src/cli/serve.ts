@@ -62,12 +62,18 @@ Limits on the webhook listener (all well inside kube-apiserver's 10 s webhook ti
                                (a client not reading its answers) before it is closed; at least
                                --request-timeout (default 10s)
   --max-connections N          open connections; more are closed as they arrive (default 1000, 0: no limit)
+  --max-connections-per-client N  open connections from one address; more are closed as they arrive
+                               (default 500, 0: no limit)
+  --max-body-bytes N           a review's body; a larger one gets 413 (default 4194304: kube-apiserver
+                               takes request bodies of up to 3 MiB)
+  --max-in-flight-bytes N      the bodies of all reviews being read or answered, together; a review that
+                               would take more gets 503 (default 16777216, at least --max-body-bytes)
   --max-requests-per-connection N  then the connection is closed after its response (default 0: no limit)
   --max-header-bytes N         request line and headers; more gets 431 (default 16384)
   -h, --help                   this help
 
 The admin listener takes the same header, request and stall timeouts and header size as the webhook, a
-keep-alive of at most 5s, and at most 64 connections.
+keep-alive of at most 5s, and at most 64 connections, 8 from one address.
 `;
 
 const OPTIONS = {
@@ -95,6 +101,9 @@ const OPTIONS = {
   'keep-alive-timeout': { type: 'string', default: '30s' },
   'stall-timeout': { type: 'string', default: '10s' },
   'max-connections': { type: 'string', default: '1000' },
+  'max-connections-per-client': { type: 'string', default: '500' },
+  'max-body-bytes': { type: 'string', default: '4194304' },
+  'max-in-flight-bytes': { type: 'string', default: '16777216' },
   'max-requests-per-connection': { type: 'string', default: '0' },
   'max-header-bytes': { type: 'string', default: '16384' },
   help: { type: 'boolean', short: 'h', default: false },
@@ -149,6 +158,9 @@ type LimitFlag =
   | 'keep-alive-timeout'
   | 'stall-timeout'
   | 'max-connections'
+  | 'max-connections-per-client'
+  | 'max-body-bytes'
+  | 'max-in-flight-bytes'
   | 'max-requests-per-connection'
   | 'max-header-bytes';
 
@@ -160,12 +172,19 @@ export function serverLimits(opts: Record<LimitFlag, string>, label: (name: Limi
     keepAliveTimeoutMs: positiveMs(label('keep-alive-timeout'), opts['keep-alive-timeout']),
     stallTimeoutMs: positiveMs(label('stall-timeout'), opts['stall-timeout']),
     maxConnections: count(label('max-connections'), opts['max-connections'], 0),
+    maxConnectionsPerClient: count(label('max-connections-per-client'), opts['max-connections-per-client'], 0),
+    // Below 64 KiB a pod with a few containers would not fit.
+    maxBodyBytes: count(label('max-body-bytes'), opts['max-body-bytes'], 64 * 1024),
+    maxInFlightBytes: count(label('max-in-flight-bytes'), opts['max-in-flight-bytes'], 64 * 1024),
     maxRequestsPerSocket: count(label('max-requests-per-connection'), opts['max-requests-per-connection'], 0),
     // Below about 1 KiB even kube-apiserver's own request line and headers would not fit.
     maxHeaderBytes: count(label('max-header-bytes'), opts['max-header-bytes'], 1024),
   };
   if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
     throw new UsageError(`${label('header-timeout')} ${opts['header-timeout']} is longer than ${label('request-timeout')} ${opts['request-timeout']}`);
+  }
+  if (limits.maxInFlightBytes < limits.maxBodyBytes) {
+    throw new UsageError(`${label('max-in-flight-bytes')} ${opts['max-in-flight-bytes']} is less than ${label('max-body-bytes')} ${opts['max-body-bytes']}: no body that large could be read`);
   }
   // A shorter stall timeout would close a silent or slow client without the 408 that says why.
   if (limits.stallTimeoutMs < limits.requestTimeoutMs) {

@@ -2,7 +2,7 @@
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Logger } from 'pino';
-import { applyConnectionCap, fastifyOptions, nodeServerOptions, TEXT, type ConnectionLimits } from './http.js';
+import { applyConnectionCaps, fastifyOptions, nodeServerOptions, TEXT, type ConnectionLimits } from './http.js';
 import type { InjectorMetrics } from './metrics.js';
 import { DEFAULT_LIMITS, type ServerLimits } from './webhook.js';
 
@@ -25,6 +25,8 @@ export type AdminLimits = ConnectionLimits;
 const ADMIN_KEEP_ALIVE_MS = 5_000;
 /** Far more than kubelet's probes and a scraper open. */
 const ADMIN_MAX_CONNECTIONS = 64;
+/** From one address: kubelet probes over one connection at a time, a scraper keeps one or two. */
+const ADMIN_MAX_CONNECTIONS_PER_CLIENT = 8;
 
 /**
  * The admin listener's limits from the webhook's: the same header, request and stall timeouts and header size, a keep-alive of
@@ -38,6 +40,7 @@ export function adminLimitsOf(limits: Partial<ServerLimits> = {}): AdminLimits {
     keepAliveTimeoutMs: Math.min(webhook.keepAliveTimeoutMs, ADMIN_KEEP_ALIVE_MS),
     stallTimeoutMs: webhook.stallTimeoutMs,
     maxConnections: ADMIN_MAX_CONNECTIONS,
+    maxConnectionsPerClient: ADMIN_MAX_CONNECTIONS_PER_CLIENT,
     maxHeaderBytes: webhook.maxHeaderBytes,
   };
 }
@@ -50,7 +53,9 @@ function hasBody(request: IncomingMessage): boolean {
   return (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
 }
 
+/** A short text answer; any answer but a 200 or a 503 from /ready closes the connection, so that it holds no slot. */
 function sendText(reply: FastifyReply, status: number, text: string): FastifyReply {
+  if (status !== 200 && status !== 503) reply.header('connection', 'close');
   return reply.code(status).header('content-type', TEXT).send(text);
 }
 
@@ -58,7 +63,7 @@ export function buildAdminApp(options: { metrics: InjectorMetrics; readiness: Re
   const { metrics, readiness, logger } = options;
   const limits = { ...DEFAULT_ADMIN_LIMITS, ...options.limits };
   const app: AdminApp = Fastify({ ...fastifyOptions(limits, () => {}), http: nodeServerOptions(limits) });
-  applyConnectionCap(app.server, limits);
+  applyConnectionCaps(app.server, limits);
   app.removeAllContentTypeParsers();
 
   // Before any body is read: a GET's body, left unread, would hold the connection until it had all arrived (node:http

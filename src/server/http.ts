@@ -4,6 +4,7 @@
  * a loopback address over HTTP/1.1 with a pool of keep-alive connections, and kubelet probes and scrapers do too.
  */
 import type { FastifyServerOptions } from 'fastify';
+import type { Server, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 
 export const TEXT = 'text/plain; charset=utf-8';
@@ -24,6 +25,8 @@ export interface ConnectionLimits {
   stallTimeoutMs: number;
   /** Open connections beyond this are closed as they arrive (0: unlimited). */
   maxConnections: number;
+  /** Open connections from one address beyond this are closed as they arrive, so that no client takes them all (0: unlimited). */
+  maxConnectionsPerClient: number;
   /** Request line and headers together, bytes; more gets 431. */
   maxHeaderBytes: number;
 }
@@ -59,9 +62,27 @@ export function fastifyOptions(limits: ConnectionLimits, counted: (code: string 
   } satisfies FastifyServerOptions;
 }
 
-/** What node:http's server takes only once it exists. */
-export function applyConnectionCap(server: { maxConnections: number }, limits: ConnectionLimits): void {
+/** The caps on open connections, in all and from one address, set on a server that exists. */
+export function applyConnectionCaps(server: Server, limits: ConnectionLimits): void {
   if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
+  const cap = limits.maxConnectionsPerClient;
+  if (cap <= 0) return;
+  const open = new Map<string, number>();
+  // Before the TLS layer takes the connection: one over the cap is closed before its handshake costs anything.
+  server.prependListener('connection', (socket: Socket) => {
+    const client = socket.remoteAddress ?? '';
+    const count = open.get(client) ?? 0;
+    if (count >= cap) {
+      socket.destroy();
+      return;
+    }
+    open.set(client, count + 1);
+    socket.once('close', () => {
+      const left = (open.get(client) ?? 1) - 1;
+      if (left > 0) open.set(client, left);
+      else open.delete(client);
+    });
+  });
 }
 
 /** The status lines node:http itself writes for a request it cannot take, by error code. */

@@ -22,7 +22,8 @@ export type RefusalReason =
   | 'request_timeout'
   | 'invalid_review'
   | 'headers_too_large'
-  | 'malformed_http';
+  | 'malformed_http'
+  | 'too_many_bytes_in_flight';
 
 /**
  * A counter kept by label set in a plain map, whose totals are handed to prom-client when metrics are scraped.

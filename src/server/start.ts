@@ -8,7 +8,7 @@ import { adminLimitsOf, buildAdminApp, type AdminApp } from './admin.js';
 import { ConnectionTracker } from './connections.js';
 import { closeNow } from './http.js';
 import { InjectorMetrics } from './metrics.js';
-import { buildWebhookApp, type ServerLimits, type WebhookApp } from './webhook.js';
+import { buildWebhookApp, TLS_CIPHERS, type ServerLimits, type WebhookApp } from './webhook.js';
 
 export interface ListenAddress {
   host: string;
@@ -141,7 +141,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     dir: options.tlsDir,
     logger,
     pollIntervalMs: options.tlsPollMs ?? 10_000,
-    onUpdate: (next) => webhook.server.setSecureContext({ key: next.key, cert: next.cert, minVersion: options.tlsMinVersion }),
+    onUpdate: (next) => webhook.server.setSecureContext({ key: next.key, cert: next.cert, minVersion: options.tlsMinVersion, ciphers: TLS_CIPHERS }),
   });
   reloader.start();
 

@@ -1,5 +1,5 @@
 /** The admission webhook: POST / takes an AdmissionReview and answers with the engine's decision. */
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type HookHandlerDoneFunction } from 'fastify';
 import type { Server as HttpServer } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
@@ -18,10 +18,8 @@ import {
 } from '../admission/index.js';
 import { lineAt, objectName } from '../engine/index.js';
 import { oneLine } from '../tls/index.js';
-import { applyConnectionCap, fastifyOptions, nodeServerOptions, TEXT, type ConnectionLimits } from './http.js';
+import { applyConnectionCaps, fastifyOptions, nodeServerOptions, TEXT, type ConnectionLimits } from './http.js';
 import type { InjectorMetrics, RefusalReason } from './metrics.js';
-
-export const MAX_BODY_BYTES = 10 * 1024 * 1024;
 
 export interface WebhookTls {
   key: string;
@@ -50,6 +48,14 @@ export interface ServerLimits extends ConnectionLimits {
   handshakeTimeoutMs: number;
   /** Requests served on one connection before it is closed (`Connection: close`); 0: unlimited. */
   maxRequestsPerSocket: number;
+  /** A body larger than this is refused (413) without being read. */
+  maxBodyBytes: number;
+  /**
+   * The bodies of all requests being read or answered, together (each counted at its Content-Length, or at
+   * maxBodyBytes when it has none): a request that would take more gets 503, so that the largest bodies on every
+   * connection cannot hold more memory than the process has.
+   */
+  maxInFlightBytes: number;
 }
 
 export const DEFAULT_LIMITS: ServerLimits = {
@@ -60,15 +66,46 @@ export const DEFAULT_LIMITS: ServerLimits = {
   // Above the longest a review may wait for the API (a namespace read of 2 s, owner reads of 1.5 s each).
   stallTimeoutMs: 10_000,
   maxConnections: 1_000,
+  // Half the connections: one client cannot take them all, and kube-apiserver never holds that many to one webhook.
+  maxConnectionsPerClient: 500,
   maxRequestsPerSocket: 0,
   maxHeaderBytes: 16 * 1024,
+  // kube-apiserver refuses request bodies over 3 MiB; its review adds the envelope and the managedFields it fills in.
+  maxBodyBytes: 4 * 1024 * 1024,
+  // Four of the largest bodies: parsed, each takes a few times its size of the 128 MiB old space the image gives.
+  maxInFlightBytes: 16 * 1024 * 1024,
 };
+
+/**
+ * TLS 1.3's suites and, for TLS 1.2, ECDHE key exchange with AEAD ciphers only (no CBC or SHA-1 suites): what
+ * kube-apiserver's Go client offers first, and what the Mozilla intermediate profile allows.
+ */
+export const TLS_CIPHERS = [
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+
+/** Most characters of a name from a review that a log line or an answer quotes: an object name is at most 253. */
+const MAX_NAME_SHOWN = 253;
+
+/** A name from a review as a log line shows it: clipped, and with control characters escaped so that it stays one line. */
+function shownName(name: string): string {
+  const clipped = name.length > MAX_NAME_SHOWN ? `${name.slice(0, MAX_NAME_SHOWN)}...` : name;
+  return clipped.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
 
 export function resourceName(request: AdmissionRequest, handled: HandledAdmission): string {
   const result = handled.kind === 'evaluated' ? handled.result : undefined;
   const kind = result?.kind ?? request.kind.kind.toLowerCase();
   const name = result?.name || request.name || '(generated name)';
-  return `${kind}/${request.namespace ?? ''}/${name}`;
+  return shownName(`${kind}/${request.namespace ?? ''}/${name}`);
 }
 
 /** The webhook over HTTPS (plain HTTP only for in-process tests, which go through `inject`). */
@@ -81,7 +118,7 @@ class Refusal extends Error {
     message: string,
     readonly reason: RefusalReason,
     /** The connection is not kept: the rest of the request is not worth reading. */
-    readonly close = false,
+    readonly close = true,
   ) {
     super(message);
   }
@@ -122,7 +159,7 @@ export function jsonSyntaxReason(err: unknown, text: string): string {
 function reviewOf(text: string, contentEncoding: string | undefined): ParsedReview {
   // kube-apiserver sends reviews uncompressed; an encoded body would otherwise be read as text and called invalid JSON.
   if (contentEncoding !== undefined && contentEncoding.trim().toLowerCase() !== 'identity') {
-    throw new Refusal(415, `the body must not be encoded (Content-Encoding: ${oneLine(contentEncoding).slice(0, 64)})`, 'unsupported_media_type', true);
+    throw new Refusal(415, `the body must not be encoded (Content-Encoding: ${oneLine(contentEncoding).slice(0, 64)})`, 'unsupported_media_type');
   }
   if (text.length === 0) throw new Refusal(400, 'the body is empty', 'empty_body');
   let body: unknown;
@@ -140,15 +177,15 @@ function reviewOf(text: string, contentEncoding: string | undefined): ParsedRevi
 }
 
 /** What fastify refuses before the route runs, as refusals. */
-function refusalOf(error: FastifyError | Refusal): Refusal | undefined {
+function refusalOf(error: FastifyError | Refusal, maxBodyBytes: number): Refusal | undefined {
   if (error instanceof Refusal) return error;
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new Refusal(413, `the body is larger than ${MAX_BODY_BYTES} bytes`, 'body_too_large', true);
+      return new Refusal(413, `the body is larger than ${maxBodyBytes} bytes`, 'body_too_large');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new Refusal(415, 'the body must be application/json', 'unsupported_media_type');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new Refusal(400, 'the Content-Length does not match the body', 'malformed_http', true);
+      return new Refusal(400, 'the Content-Length does not match the body', 'malformed_http');
     default:
       return undefined;
   }
@@ -162,16 +199,16 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   const node = nodeServerOptions(limits);
   const common = {
     ...fastifyOptions(limits, (code) => countClientError(metrics, code)),
-    bodyLimit: MAX_BODY_BYTES,
+    bodyLimit: limits.maxBodyBytes,
     maxRequestsPerSocket: limits.maxRequestsPerSocket,
     // Once closing, a request on a connection that is still open gets 503 and `Connection: close`: it goes elsewhere.
     return503OnClosing: true,
   };
   const app: WebhookApp = options.tls
-    ? Fastify({ ...common, https: { ...node, handshakeTimeout: limits.handshakeTimeoutMs, key: options.tls.key, cert: options.tls.cert, minVersion: options.tls.minVersion } })
+    ? Fastify({ ...common, https: { ...node, handshakeTimeout: limits.handshakeTimeoutMs, key: options.tls.key, cert: options.tls.cert, minVersion: options.tls.minVersion, ciphers: TLS_CIPHERS } })
     : // Plain HTTP serves only in-process tests, which use nothing of the TLS server.
       (Fastify({ ...common, http: node }) as unknown as WebhookApp);
-  applyConnectionCap(app.server, limits);
+  applyConnectionCaps(app.server, limits);
   refuseConnect(app.server as unknown as HttpServer, metrics);
   // node:https parses a connection's bytes straight from the TLS layer; when a client pipelines requests faster than it
   // reads the answers, pausing that parser fails (HPE_PAUSED) and the connection is cut with answers still queued (Node
@@ -183,7 +220,7 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => done(null, text));
 
   app.setErrorHandler((error: FastifyError | Refusal, _request, reply) => {
-    const refusal = refusalOf(error);
+    const refusal = refusalOf(error, limits.maxBodyBytes);
     if (refusal) {
       metrics.refused(refusal.status, refusal.reason);
       logger.warn({ status: refusal.status, reason: refusal.message }, 'rejected admission request');
@@ -191,13 +228,32 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     }
     // A stack overflow or any other internal error stays in the log: the API server is told only that it happened.
     logger.error({ err: error }, 'failed to answer admission request');
-    return sendText(reply, 500, 'internal error while answering the request\n');
+    return sendText(reply, 500, 'internal error while answering the request\n', true);
   });
 
   app.setNotFoundHandler((request, reply) => {
     metrics.refused(404, 'not_found');
-    return sendText(reply, 404, `no route for ${request.method} ${oneLine(request.url)}: POST AdmissionReviews to /\n`);
+    return sendText(reply, 404, `no route for ${request.method} ${oneLine(request.url).slice(0, 256)}: POST AdmissionReviews to /\n`, true);
   });
+
+  /**
+   * The bytes of the bodies being read or answered. A request is counted before its body is read, at its declared
+   * size, and released when its answer is done or its connection gone.
+   */
+  let inFlightBytes = 0;
+  const reserveBody = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    const declared = Number(request.headers['content-length']);
+    const bytes = Number.isFinite(declared) && declared >= 0 ? Math.min(declared, limits.maxBodyBytes) : limits.maxBodyBytes;
+    if (inFlightBytes + bytes > limits.maxInFlightBytes) {
+      done(new Refusal(503, `the injector is reading ${inFlightBytes} bytes of other reviews, and takes at most ${limits.maxInFlightBytes} at once: send the review again`, 'too_many_bytes_in_flight'));
+      return;
+    }
+    inFlightBytes += bytes;
+    reply.raw.once('close', () => {
+      inFlightBytes -= bytes;
+    });
+    done();
+  };
 
   /** Writes the answer to an admission the handler has dealt with, and says what was done. */
   const send = (reply: FastifyReply, { apiVersion, request: admission }: ParsedReview, handled: HandledAdmission, started: number, debug: boolean): void => {
@@ -208,7 +264,7 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     reply.code(200).header('content-type', JSON_TYPE).send(body);
   };
 
-  app.post('/', (request, reply) => {
+  app.post('/', { onRequest: reserveBody }, (request, reply) => {
     const started = performance.now();
     const review = reviewOf(request.body as string, request.headers['content-encoding']);
     const admission = review.request;
@@ -217,7 +273,7 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     if (debug) {
       logger.debug(
         { uid: admission.uid, operation: admission.operation, dryRun: admission.dryRun === true },
-        `received admission review request "${admission.uid}" for ${admission.kind.kind.toLowerCase()}/${admission.namespace ?? ''}/${admission.name || objectName(admission.object) || '(generated name)'}`,
+        `received admission review request "${shownName(admission.uid)}" for ${shownName(`${admission.kind.kind.toLowerCase()}/${admission.namespace ?? ''}/${admission.name || objectName(admission.object) || '(generated name)'}`)}`,
       );
     }
     const handled = handleAdmission(admission, sources);
@@ -230,8 +286,11 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   return app;
 }
 
-/** A short text answer; `close` asks the client not to reuse the connection. */
-function sendText(reply: FastifyReply, status: number, text: string, close = false): FastifyReply {
+/**
+ * A short text answer; `close` asks the client not to reuse the connection. Every refusal closes it: a client that
+ * sends what the webhook refuses gets no connection to hold.
+ */
+function sendText(reply: FastifyReply, status: number, text: string, close: boolean): FastifyReply {
   if (close) reply.header('connection', 'close');
   return reply.code(status).header('content-type', TEXT).send(text);
 }

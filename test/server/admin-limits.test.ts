@@ -176,19 +176,59 @@ describe('the admin listener, limits set short', () => {
     expect(await probe('/ready')).toBe(200);
   });
 
+  it('a request for no route is answered 404 and its connection closed, so that it holds no slot', async () => {
+    const seen = await watch((s) => s.write('GET / HTTP/1.1\r\nHost: localhost\r\n\r\n'), SLACK_MS);
+    expect(seen.text).toMatch(/^HTTP\/1\.1 404 /);
+    expect(seen.text.toLowerCase()).toContain('connection: close');
+    expect(seen.lifetimeMs).toBeLessThan(SLACK_MS);
+  });
+
+  it('connections from one address beyond its share are closed as they arrive; another address is still served', async () => {
+    const shared = buildAdminApp({
+      metrics: new InjectorMetrics(),
+      readiness: { notReadyBecause: () => [] },
+      logger: pino({ level: 'silent' }),
+      limits: { maxConnections: 10, maxConnectionsPerClient: 2 },
+    });
+    await shared.listen({ host: '0.0.0.0', port: 0 });
+    const sharedPort = (shared.server.address() as { port: number }).port;
+    const from = (localAddress: string) => connect({ host: '127.0.0.1', port: sharedPort, localAddress }).on('error', () => {});
+    const held = [from('127.0.0.1'), from('127.0.0.1')];
+    try {
+      await Promise.all(held.map((s) => new Promise((r) => s.once('connect', r))));
+      const third = from('127.0.0.1');
+      const closed = await new Promise<boolean>((resolve) => {
+        third.once('close', () => resolve(true));
+        setTimeout(() => resolve(false), SLACK_MS);
+      });
+      expect(closed).toBe(true);
+      const status = await new Promise<number>((resolve, reject) => {
+        get({ host: '127.0.0.1', port: sharedPort, path: '/live', agent: false, localAddress: '127.0.0.2' }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        }).on('error', reject);
+      });
+      expect(status).toBe(200);
+    } finally {
+      for (const s of held) s.destroy();
+      await closeNow(shared);
+    }
+  });
+
   it('kubelet-style probes are answered one after another', async () => {
     for (const path of ['/ping', '/live', '/ready', '/metrics']) expect(await probe(path)).toBe(200);
   });
 });
 
 describe('the admin listener limits serve gives', () => {
-  it('follow the webhook header, request and stall timeouts and header size, with a keep-alive of at most 5 s and 64 connections', () => {
+  it('follow the webhook header, request and stall timeouts and header size, with a keep-alive of at most 5 s and 64 connections, 8 from one address', () => {
     expect(adminLimitsOf()).toEqual({
       headersTimeoutMs: DEFAULT_LIMITS.headersTimeoutMs,
       requestTimeoutMs: DEFAULT_LIMITS.requestTimeoutMs,
       keepAliveTimeoutMs: 5_000,
       stallTimeoutMs: DEFAULT_LIMITS.stallTimeoutMs,
       maxConnections: 64,
+      maxConnectionsPerClient: 8,
       maxHeaderBytes: DEFAULT_LIMITS.maxHeaderBytes,
     });
     expect(adminLimitsOf({ headersTimeoutMs: 1_000, requestTimeoutMs: 2_000, keepAliveTimeoutMs: 2_000, maxConnections: 0 })).toMatchObject({

@@ -5,6 +5,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect } from 'node:tls';
 import { X509Certificate } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -165,13 +166,24 @@ describe('over HTTPS', () => {
 });
 
 describe('TLS 1.2 when configured', () => {
-  it('accepts a TLS 1.2 client', async () => {
+  it('accepts a TLS 1.2 client with an AEAD suite, and refuses one that offers only CBC suites', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-tls12-'));
     const server = await start(dir, 'TLSv1.2');
     try {
       const ca = readFileSync(join(dir, 'tls', 'ca.crt'), 'utf8');
       const res = await httpsPost(server.webhookUrl, { ca, body: JSON.stringify(admissionReview(pod())), maxVersion: 'TLSv1.2' });
       expect(res.status).toBe(200);
+      const url = new URL(server.webhookUrl);
+      const handshake = (ciphers: string) =>
+        new Promise<string>((resolve) => {
+          const socket = connect({ host: url.hostname, port: Number(url.port), ca, servername: 'localhost', maxVersion: 'TLSv1.2', ciphers }, () => {
+            resolve(`ok ${socket.getCipher().name}`);
+            socket.destroy();
+          });
+          socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+        });
+      expect(await handshake('ECDHE-ECDSA-AES128-GCM-SHA256')).toBe('ok ECDHE-ECDSA-AES128-GCM-SHA256');
+      expect(await handshake('ECDHE-ECDSA-AES128-SHA:ECDHE-ECDSA-AES256-SHA:ECDHE-ECDSA-AES128-SHA256')).toMatch(/HANDSHAKE_FAILURE|NO_SHARED_CIPHER|ECONNRESET/);
     } finally {
       await server.shutdown('done');
       rmSync(dir, { recursive: true, force: true });

@@ -8,7 +8,7 @@ import type { AdmissionRequest } from '../../src/admission/types.js';
 import { PROXY_ANNOTATIONS } from '../../src/engine/names.js';
 import { ConfigLabelValues, FREE_FORM_VALUES_PER_LABEL, MAX_LABEL_SETS, OTHER } from '../../src/server/metric-labels.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
-import { buildWebhookApp, MAX_BODY_BYTES } from '../../src/server/webhook.js';
+import { buildWebhookApp, DEFAULT_LIMITS } from '../../src/server/webhook.js';
 import { inject } from '../support/inject.js';
 import { admissionReview } from '../support/admission.js';
 import { pod, testConfig } from '../support/engine.js';
@@ -153,7 +153,7 @@ describe('refused requests', () => {
       expect((await post('[]')).statusCode).toBe(400);
       expect((await post('[]')).statusCode).toBe(400);
       expect((await post('kind: AdmissionReview', 'application/yaml')).statusCode).toBe(415);
-      expect((await post(JSON.stringify({ padding: 'x'.repeat(MAX_BODY_BYTES) }))).statusCode).toBe(413);
+      expect((await post(JSON.stringify({ padding: 'x'.repeat(DEFAULT_LIMITS.maxBodyBytes) }))).statusCode).toBe(413);
       expect((await inject(app, { method: 'GET', url: '/metrics' })).statusCode).toBe(404);
       expect((await post(JSON.stringify(admissionReview(pod())))).statusCode).toBe(200);
       const text = await metrics.metrics();

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SourceUnavailableError, type AdmissionSources } from '../../src/admission/index.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
-import { buildWebhookApp, jsonSyntaxReason, MAX_BODY_BYTES, type WebhookApp } from '../../src/server/webhook.js';
+import { buildWebhookApp, DEFAULT_LIMITS, jsonSyntaxReason, type WebhookApp } from '../../src/server/webhook.js';
 import { inject } from '../support/inject.js';
 import { admissionReview, decodedPatch } from '../support/admission.js';
 import { applied, names, pod, testConfig } from '../support/engine.js';
@@ -200,17 +200,18 @@ describe('bad input gets a status and a one-line reason', () => {
     expect(await metrics.metrics()).not.toMatch(/^proxy_inject_admission_requests_total\{/m);
   });
 
-  it('a body over 10 MiB is refused with 413 without being parsed', async () => {
+  it('a body over 4 MiB is refused with 413 without being parsed, and its connection closed', async () => {
     const { app } = setup();
-    const big = JSON.stringify({ ...valid, padding: 'x'.repeat(MAX_BODY_BYTES) });
+    const big = JSON.stringify({ ...valid, padding: 'x'.repeat(DEFAULT_LIMITS.maxBodyBytes) });
     const res = await post(app, big);
     expect(res.statusCode).toBe(413);
-    expect(res.body).toMatch(/larger than 10485760 bytes/);
+    expect(res.body).toMatch(/larger than 4194304 bytes/);
+    expect(res.headers['connection']).toBe('close');
   });
 
   it('a body just under the limit is accepted', async () => {
     const { app } = setup();
-    const padded = admissionReview(pod({ annotations: { note: 'x'.repeat(MAX_BODY_BYTES - 4096) } }));
+    const padded = admissionReview(pod({ spec: { containers: [{ name: 'app', image: 'app:1', command: ['x'.repeat(DEFAULT_LIMITS.maxBodyBytes - 4096)] }] } }));
     const res = await post(app, padded);
     expect(res.statusCode).toBe(200);
   });
@@ -296,6 +297,42 @@ describe('failures while handling a valid request', () => {
     const res = await post(app, admissionReview(enabledPod()));
     expect(res.statusCode).toBe(200);
     expect(res.json().response).toMatchObject({ allowed: false, status: { message: 'proxy-injector: an internal error (HANDLER_ERROR); the injector logged what it was' } });
+  });
+});
+
+describe('the bytes of reviews in flight', () => {
+  it('are bounded: a review that would take more gets 503 and its connection closed, and the next one is served once the first is done', async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const metrics = new InjectorMetrics({ processMetrics: false });
+    const app = buildWebhookApp({
+      sources: { config: () => testConfig(), namespaceAnnotations: (ns) => (ns === 'slow' ? held.then(() => undefined) : undefined) },
+      metrics,
+      logger: silent,
+      limits: { maxBodyBytes: 100_000, maxInFlightBytes: 150_000 },
+    });
+    apps.push(app);
+    const padded = (namespace: string) =>
+      JSON.stringify(admissionReview(pod({ spec: { containers: [{ name: 'app', image: 'app:1', command: ['x'.repeat(90_000)] }] } }), { namespace }));
+    const first = post(app, padded('slow'));
+    await new Promise((r) => setTimeout(r, 50));
+    const second = await post(app, padded('shop'));
+    expect(second.statusCode).toBe(503);
+    expect(second.body).toMatch(/^the injector is reading \d+ bytes of other reviews, and takes at most 150000 at once: send the review again\n$/);
+    expect(second.headers['connection']).toBe('close');
+    // A small review still fits beside the large one.
+    expect((await post(app, admissionReview(pod()))).statusCode).toBe(200);
+    release();
+    expect((await first).statusCode).toBe(200);
+    expect((await post(app, padded('shop'))).statusCode).toBe(200);
+    expect(await metrics.metrics()).toMatch(/proxy_inject_admission_refusals_total\{status="503",reason="too_many_bytes_in_flight"\} 1/);
+  });
+
+  it('every refusal closes its connection', async () => {
+    const { app } = setup();
+    for (const res of [await post(app, '{'), await inject(app, { method: 'GET', url: '/' }), await post(app, 'x', 'text/plain')]) {
+      expect(res.headers['connection']).toBe('close');
+    }
   });
 });
 
@@ -488,6 +525,21 @@ describe('logs', () => {
     ]);
     expect(lines[0]).toMatchObject({ uid: 'u-1', operation: 'CREATE', outcome: 'injected', placement: 'containers[0]', dryRun: false });
     expect(lines[1]).toMatchObject({ uid: 'u-2', operation: 'CREATE', outcome: 'skipped', reasons: ['injection_disable_annotation_present'] });
+  });
+
+  it('clip a name from the review and escape its control characters, so that a line stays one line of bounded size', async () => {
+    const { app, lines } = logged('info', { 'linkerd.io/inject': 'enabled' });
+    const long = pod();
+    (long['metadata'] as Record<string, unknown>)['name'] = '';
+    (long['metadata'] as Record<string, unknown>)['generateName'] = 'g'.repeat(2 * 1024 * 1024);
+    await post(app, admissionReview(long, { uid: 'u-long' }));
+    const forged = pod();
+    (forged['metadata'] as Record<string, unknown>)['name'] = 'web\n{"level":50,"msg":"forged"}';
+    await post(app, admissionReview(forged, { uid: 'u-forged' }));
+    expect(lines).toHaveLength(2);
+    expect(String(lines[0]?.['msg']).length).toBeLessThan(300);
+    expect(lines[0]?.['msg']).toMatch(/^injection patch generated for: pod\/shop\/g{244}\.\.\.$/);
+    expect(lines[1]?.['msg']).toBe('injection patch generated for: pod/shop/web\\u000a{"level":50,"msg":"forged"}');
   });
 
   it("name an injected pod's start-up risks, which a controller that made the pod never shows", async () => {
