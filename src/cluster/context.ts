@@ -9,6 +9,7 @@ import type { PendingEvent } from './events.js';
 import type { ClusterConnection } from './kubeconfig.js';
 import type { ApiConfigSource } from './linkerd-config.js';
 import type { ResolvedOwner } from './owners.js';
+import { TokenBucket } from './rate.js';
 
 /** Where Linkerd's own injector finds the two ConfigMaps when they are mounted. */
 export const LINKERD_VALUES_PATH = '/var/run/linkerd/config/values';
@@ -67,15 +68,19 @@ const SKIPPED_PREFIX = 'Linkerd sidecar proxy injection skipped: ';
 const nobodyAsked = (result: { reasons: ReadonlyArray<{ code: string }> }): boolean =>
   result.reasons.every((r) => r.code === 'injection_enable_annotation_absent');
 
+/** The workload an evaluated pod's events would go on: none for a dry run (no side effects), the policy "none" or Services. */
+function ownerOfEvents(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): ResolvedOwner | undefined {
+  if (request.dryRun || policy === 'none' || handled.kind !== 'evaluated' || handled.result.kind !== 'pod') return undefined;
+  return handled.owner as ResolvedOwner | undefined;
+}
+
 /**
- * The workload an evaluated pod's events go on: none for a dry run (no side effects), with the policy "none", for
- * Services, and for a pod with neither an owner nor a name yet.
+ * The workload an evaluated pod's events go on, when the API server was seen to hold it, as Linkerd records events only
+ * on owners it found: a review can name any owner, and a pod without one is not stored yet.
  */
 function eventTarget(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): ResolvedOwner | undefined {
-  if (request.dryRun || policy === 'none' || handled.kind !== 'evaluated' || handled.result.kind !== 'pod') return undefined;
-  const owner = handled.owner as ResolvedOwner | undefined;
-  const podName = (request.object as { metadata?: { name?: string } } | undefined)?.metadata?.name;
-  return owner && (owner.kind !== 'pod' || podName) ? owner : undefined;
+  const owner = ownerOfEvents(handled, request, policy);
+  return owner?.exists ? owner : undefined;
 }
 
 /**
@@ -118,18 +123,16 @@ export function misplacedEventFor(handled: HandledAdmission, request: AdmissionR
 }
 
 /**
- * The owner of a pod whose events still depend on reading that owner: a StatefulSet or DaemonSet, whose own metadata
- * its pods never show (see OwnerResolver.withOwnMetadata), for the MisplacedAnnotation Warning of an injected pod (proxy
- * annotations left there) and the events of a pod nobody asked to mesh (whether InjectionSkipped is relevant, and the
- * Warning that says where the annotation goes). Undefined when the events can be decided now, or there are none.
+ * The owner of a pod whose events still depend on reading that owner: a StatefulSet or DaemonSet, which owns its pods
+ * directly, so that resolving it needed no read. It is read after the pod was answered (see
+ * OwnerResolver.withOwnMetadata) to know that it exists, and for its own metadata, which its pods never show: the
+ * MisplacedAnnotation Warning and whether InjectionSkipped is relevant depend on it. Undefined when the events can be
+ * decided now, or there are none.
  */
 export function ownerToRead(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): ResolvedOwner | undefined {
-  const owner = eventTarget(handled, request, policy);
-  if (!owner || handled.kind !== 'evaluated') return undefined;
-  if (owner.misplacedInject !== undefined || owner.misplacedConfig !== undefined) return undefined;
-  if (owner.apiKind !== 'StatefulSet' && owner.apiKind !== 'DaemonSet') return undefined;
-  if (handled.result.outcome === 'injected') return owner;
-  return nobodyAsked(handled.result) ? owner : undefined;
+  const owner = ownerOfEvents(handled, request, policy);
+  if (!owner || owner.exists) return undefined;
+  return owner.apiKind === 'StatefulSet' || owner.apiKind === 'DaemonSet' ? owner : undefined;
 }
 
 /**
@@ -261,9 +264,12 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
     import('./resource-constraints.js'),
     import('./server-version.js'),
   ]);
+  // Reads that reviews cause, of namespaces not yet cached and of owners: one bound for both.
+  const reads = new TokenBucket(20, 100);
   const namespaces = new NamespaceCache({
     client: cluster.client,
     logger,
+    reads,
     onRestart: (reason) => metrics.watchRestarts.inc({ informer: 'namespaces', reason }),
     onLookup: (result) => metrics.namespaceLookups.inc({ result }),
   });
@@ -278,7 +284,7 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
   // Not waited for either: until it is read, the risks that depend on the release are left out.
   const serverVersion = new ServerVersion({ client: cluster.client, logger });
   serverVersion.start();
-  const owners = new OwnerResolver(apiOwnerLookup(cluster.client), logger);
+  const owners = new OwnerResolver(apiOwnerLookup(cluster.client), logger, { reads });
   const recorder = new EventRecorder({
     sink: apiEventSink(cluster.client),
     logger,

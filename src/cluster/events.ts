@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { apiErrorMessage, apiStatus } from './api.js';
 import type { ApiClient } from './client.js';
 import type { ResolvedOwner } from './owners.js';
+import { TokenBucket } from './rate.js';
 
 export const EVENT_COMPONENT = 'linkerd-proxy-injector';
 
@@ -50,6 +51,11 @@ export interface EventRecorderOptions {
   maxSeries?: number;
   onDropped?: () => void;
   onWritten?: (ok: boolean) => void;
+  /**
+   * New Events allowed (default 10 a second, 100 at once); beyond them new ones are dropped and counted. Repeats fold
+   * into Events already written, whatever this says.
+   */
+  newEvents?: TokenBucket;
 }
 
 export class EventRecorder {
@@ -59,8 +65,11 @@ export class EventRecorder {
   private readonly queue = new Set<string>();
   private draining: Promise<void> | undefined;
   private closed = false;
+  private readonly newEvents: TokenBucket;
 
-  constructor(private readonly options: EventRecorderOptions) {}
+  constructor(private readonly options: EventRecorderOptions) {
+    this.newEvents = options.newEvents ?? new TokenBucket(10, 100);
+  }
 
   /** Queues an event; returns at once. */
   record(event: PendingEvent): void {
@@ -74,7 +83,7 @@ export class EventRecorder {
       s = undefined;
     }
     if (!s) {
-      if (this.queue.size >= (this.options.maxPending ?? 1000) || !this.makeRoom()) {
+      if (this.queue.size >= (this.options.maxPending ?? 1000) || !this.makeRoom() || !this.newEvents.take()) {
         this.options.onDropped?.();
         return;
       }

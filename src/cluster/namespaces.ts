@@ -6,9 +6,10 @@ import type { V1Namespace } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { SourceUnavailableError } from '../admission/index.js';
 import { names } from '../engine/index.js';
-import { apiErrorMessage } from './api.js';
+import { apiErrorMessage, apiStatus } from './api.js';
 import type { ApiClient } from './client.js';
 import { ResilientInformer } from './informer.js';
+import { TokenBucket } from './rate.js';
 
 export interface NamespaceCacheOptions {
   client: ApiClient;
@@ -23,10 +24,16 @@ export interface NamespaceCacheOptions {
   readThroughMax?: number;
   /** Told whether each lookup was served by the cache, by a direct read, or failed. */
   onLookup?: (result: 'cache' | 'read' | 'failed') => void;
+  /** Direct reads allowed: reviews can name any namespace (default 20 a second, 100 at once; shared with owner reads). */
+  reads?: TokenBucket;
+  /** How long a namespace the API server said does not exist is remembered so (default 10 s). */
+  missingTtlMs?: number;
   watchdogMs?: number;
 }
 
 const READ_THROUGH_TTL_MS = 60_000;
+/** Most namespaces remembered as missing: beyond it the oldest are forgotten (and read again if asked). */
+const MAX_MISSING = 1024;
 
 const annotationsOf = (ns: V1Namespace | undefined): Record<string, string> => ({ ...(ns?.metadata?.annotations ?? {}) });
 
@@ -45,8 +52,12 @@ export class NamespaceCache {
   private readonly reading = new Map<string, Promise<Record<string, string>>>();
   /** Namespaces read directly, until the watch delivers them or a minute passes (a broken watch must not pin them). */
   private readonly readThrough = new Map<string, { annotations: Record<string, string>; labels: Record<string, string> | undefined; at: number }>();
+  /** Namespaces the API server said do not exist, and when: reviews that name one are not each a read. */
+  private readonly missing = new Map<string, number>();
+  private readonly reads: TokenBucket;
 
   constructor(private readonly options: NamespaceCacheOptions) {
+    this.reads = options.reads ?? new TokenBucket(20, 100);
     this.informer = new ResilientInformer<V1Namespace>({
       name: 'namespaces',
       client: options.client,
@@ -110,6 +121,12 @@ export class NamespaceCache {
     this.readThrough.set(name, { annotations, labels, at: now });
   }
 
+  private rememberMissing(name: string): void {
+    this.missing.delete(name);
+    if (this.missing.size >= MAX_MISSING) this.missing.delete(this.missing.keys().next().value as string);
+    this.missing.set(name, Date.now());
+  }
+
   /**
    * The labels the injector reads of a namespace already known (see readLabels), without reading it: asked after
    * `annotations`, which reads a namespace the cache has not seen. Undefined when it has none of them or is not known.
@@ -140,16 +157,31 @@ export class NamespaceCache {
       this.options.onLookup?.('cache');
       return readBefore.annotations;
     }
+    const missingSince = this.missing.get(name);
+    if (missingSince !== undefined && Date.now() - missingSince < (this.options.missingTtlMs ?? 10_000)) {
+      this.options.onLookup?.('failed');
+      throw new SourceUnavailableError('NAMESPACE_UNKNOWN', `the annotations of namespace ${name} are not known yet (it was not found)`);
+    }
     let pending = this.reading.get(name);
+    if (!pending && !this.reads.take()) {
+      this.options.onLookup?.('failed');
+      throw new SourceUnavailableError('NAMESPACE_UNKNOWN', `the annotations of namespace ${name} are not known yet (too many namespaces not in the cache are being read)`);
+    }
     if (!pending) {
       const timeoutMs = this.options.readTimeoutMs ?? 2000;
       pending = this.options.client
         .request<V1Namespace>('GET', `/api/v1/namespaces/${encodeURIComponent(name)}`, { what: `reading namespace ${name}`, timeoutMs })
-        .then((ns) => {
-          const annotations = annotationsOf(ns);
-          this.remember(name, annotations, readLabels(ns.metadata?.labels));
-          return annotations;
-        })
+        .then(
+          (ns) => {
+            const annotations = annotationsOf(ns);
+            this.remember(name, annotations, readLabels(ns.metadata?.labels));
+            return annotations;
+          },
+          (err: unknown) => {
+            if (apiStatus(err) === 404) this.rememberMissing(name);
+            throw err;
+          },
+        )
         .finally(() => this.reading.delete(name));
       this.reading.set(name, pending);
     }

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { names, objectName, type Owner } from '../engine/index.js';
 import { apiErrorMessage, apiStatus } from './api.js';
 import type { ApiClient } from './client.js';
+import { TokenBucket } from './rate.js';
 
 /** An owner with what an Event needs to point at it. */
 export interface ResolvedOwner extends Owner {
@@ -16,6 +17,12 @@ export interface ResolvedOwner extends Owner {
   apiVersion: string;
   namespace: string;
   uid?: string;
+  /**
+   * Whether the API server was seen to hold this workload: read (a ReplicaSet, Job, StatefulSet or DaemonSet), or named
+   * by one that was read (a Deployment, a CronJob). Only such a workload gets events: anyone who can reach the webhook
+   * can send a review that names any owner.
+   */
+  exists: boolean;
   /**
    * `linkerd.io/inject` as the workload carries it outside its pod template, where the injector never reads it: on a
    * Deployment's own metadata (copied to its ReplicaSets), a CronJob's jobTemplate metadata, a Job's or ReplicaSet's,
@@ -75,34 +82,48 @@ export interface OwnerResolverOptions {
   missingTtlMs?: number;
   /** Most entries remembered (default 4096). */
   maxEntries?: number;
+  /** Reads allowed: reviews can name any owner (default 20 a second, 100 at once; shared with namespace reads). */
+  reads?: TokenBucket;
 }
+
+/** The longest name an object can have (a DNS subdomain). */
+const MAX_OBJECT_NAME = 253;
+
+/** A read not made because too many were: the owner stays as the pod names it, and nothing is logged for each pod. */
+class ReadsExhausted extends Error {}
 
 export class OwnerResolver {
   /** What was read of each ReplicaSet or Job; undefined for one the API server said does not exist. */
   private readonly cache = new Map<string, { record: OwnerRecord | undefined; at: number }>();
   /** Reads in progress, so that a burst of pods of one new ReplicaSet reads it once. */
   private readonly reading = new Map<string, Promise<OwnerRecord | undefined>>();
+  private readonly reads: TokenBucket;
 
   constructor(
     private readonly lookup: OwnerLookup,
     private readonly logger: Logger,
     private readonly options: OwnerResolverOptions = {},
-  ) {}
+  ) {
+    this.reads = options.reads ?? new TokenBucket(20, 100);
+  }
 
   async resolve(pod: PodLike, namespace: string): Promise<ResolvedOwner> {
     const meta = pod.metadata ?? {};
     const refs = meta.ownerReferences ?? [];
+    // A pod is not stored yet while it is admitted.
     const self: ResolvedOwner = {
       kind: 'pod',
       name: objectName(pod),
       apiKind: 'Pod',
       apiVersion: 'v1',
       namespace,
+      exists: false,
     };
     const [ref] = refs;
     if (refs.length !== 1 || !ref) return self;
-    const direct = fromRef(ref, namespace);
-    if (ref.kind !== 'ReplicaSet' && ref.kind !== 'Job') return direct;
+    const direct = fromRef(ref, namespace, false);
+    // A name longer than any object can have names nothing there is to read.
+    if ((ref.kind !== 'ReplicaSet' && ref.kind !== 'Job') || ref.name.length > MAX_OBJECT_NAME) return direct;
     let record: OwnerRecord | undefined;
     try {
       record = await this.ownersOf(ref.kind, namespace, ref.name, ref.uid);
@@ -112,15 +133,16 @@ export class OwnerResolver {
     }
     // Known to be missing: said when it was found so, not again for every pod that names it.
     if (!record) return direct;
+    const found = { ...direct, exists: true };
     const parents = record.owners;
     const [parent] = parents;
     const single = parents.length === 1 && parent !== undefined;
     if (!single || (ref.kind === 'ReplicaSet' && !RS_PARENTS.has(parent.kind.toLowerCase()))) {
-      return parents.length === 0 ? withMisplaced(direct, record) : direct;
+      return parents.length === 0 ? withMisplaced(found, record) : found;
     }
     // A Deployment's annotations are copied to its ReplicaSets, a CronJob's jobTemplate metadata to its Jobs.
     const copied = (ref.kind === 'ReplicaSet' && parent.kind === 'Deployment') || (ref.kind === 'Job' && parent.kind === 'CronJob');
-    return copied ? withMisplaced(fromRef(parent, namespace), record) : fromRef(parent, namespace);
+    return copied ? withMisplaced(fromRef(parent, namespace, true), record) : fromRef(parent, namespace, true);
   }
 
   /**
@@ -131,10 +153,10 @@ export class OwnerResolver {
    */
   async withOwnMetadata(owner: ResolvedOwner): Promise<ResolvedOwner> {
     const kind = DIRECT_OWNERS.get(`${owner.apiVersion} ${owner.apiKind}`);
-    if (kind === undefined || owner.misplacedInject !== undefined || owner.misplacedConfig !== undefined) return owner;
+    if (kind === undefined || owner.exists || owner.name.length > MAX_OBJECT_NAME) return owner;
     try {
       const record = await this.ownersOf(kind, owner.namespace, owner.name, owner.uid ?? '');
-      return record ? withMisplaced(owner, record) : owner;
+      return record ? withMisplaced({ ...owner, exists: true }, record) : owner;
     } catch (err) {
       this.warnUnread(kind, owner.namespace, owner.name, err, 'its event says nothing of its own annotations');
       return owner;
@@ -142,7 +164,8 @@ export class OwnerResolver {
   }
 
   private warnUnread(kind: string, namespace: string, name: string, err: unknown, consequence: string): void {
-    this.logger.warn({ owner: `${kind}/${namespace}/${name}`, err: apiErrorMessage(err) }, `could not read the pod owner; ${consequence}`);
+    if (err instanceof ReadsExhausted) return;
+    this.logger.warn({ owner: `${kind}/${namespace}/${name.slice(0, MAX_OBJECT_NAME)}`, err: apiErrorMessage(err) }, `could not read the pod owner; ${consequence}`);
   }
 
   /** What was read of a workload, undefined if it was recently found missing; throws if unreadable. */
@@ -152,6 +175,7 @@ export class OwnerResolver {
     const ttl = hit?.record ? (this.options.ttlMs ?? 600_000) : (this.options.missingTtlMs ?? 10_000);
     if (hit && Date.now() - hit.at < ttl) return Promise.resolve(hit.record);
     let pending = this.reading.get(key);
+    if (!pending && !this.reads.take()) return Promise.reject(new ReadsExhausted(`too many owners are being read`));
     if (!pending) {
       pending = this.lookup
         .ownersOf(kind, namespace, name)
@@ -195,8 +219,8 @@ function withMisplaced(owner: ResolvedOwner, record: OwnerRecord): ResolvedOwner
   return { ...owner, ...(record.inject !== undefined && { misplacedInject: record.inject }), ...(record.config && { misplacedConfig: record.config }) };
 }
 
-function fromRef(ref: V1OwnerReference, namespace: string): ResolvedOwner {
-  return { kind: ref.kind.toLowerCase(), name: ref.name, apiKind: ref.kind, apiVersion: ref.apiVersion, namespace, uid: ref.uid };
+function fromRef(ref: V1OwnerReference, namespace: string, exists: boolean): ResolvedOwner {
+  return { kind: ref.kind.toLowerCase(), name: ref.name, apiKind: ref.kind, apiVersion: ref.apiVersion, namespace, uid: ref.uid, exists };
 }
 
 /** Reads owners through the API, each read bounded by `timeoutMs`. */

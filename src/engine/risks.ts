@@ -227,6 +227,14 @@ function awaitShutdownPort(line: readonly string[]): number | undefined {
   return undefined;
 }
 
+/**
+ * A container name as a risk quotes it: at most 63 characters, the most a valid name has. Risks go into Events, which
+ * anyone able to reach the webhook could otherwise fill with a name of their choosing.
+ */
+function named(name: string): string {
+  return JSON.stringify(name.length > 63 ? `${name.slice(0, 63)}...` : name);
+}
+
 /** The app containers that ask the proxy to shut down, in their order. */
 function shutdownCalls(apps: readonly Container[]): ShutdownCall[] {
   const out: ShutdownCall[] = [];
@@ -285,9 +293,9 @@ function completionRisk(what: string, apps: readonly Container[], proxy: Linkerd
     code: 'proxy_shutdown_fails',
     container: call.container,
     text: enabled
-      ? `container ${JSON.stringify(call.container)} asks the proxy to shut down (${call.how}) on port ${call.port}, but ` +
+      ? `container ${named(call.container)} asks the proxy to shut down (${call.how}) on port ${call.port}, but ` +
         `the proxy's admin server listens on ${admin}: the request fails, the proxy keeps running and the pod never completes`
-      : `container ${JSON.stringify(call.container)} asks the proxy to shut down (${call.how}), but the proxy's shutdown ` +
+      : `container ${named(call.container)} asks the proxy to shut down (${call.how}), but the proxy's shutdown ` +
         `endpoint is disabled: the request is refused, the proxy keeps running and the pod never completes`,
     fix: enabled
       ? `ask port ${admin} (linkerd-await --port=${admin}); or ${NATIVE_SIDECAR_FIX}`
@@ -402,7 +410,7 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
         code: 'init_container_network_under_cni',
         container: c.name ?? '',
         text:
-          `init container ${JSON.stringify(c.name ?? '')} runs before the proxy while the Linkerd CNI plugin already ` +
+          `init container ${named(c.name ?? '')} runs before the proxy while the Linkerd CNI plugin already ` +
           `redirects the pod's traffic: any connection it opens fails (seen as a timeout or connection refused)`,
         fix:
           `if it needs the network, run it as the proxy's user (securityContext.runAsUser: ${proxy.uid}; its traffic ` +
@@ -438,7 +446,7 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
     risks.push({
       code: 'container_port_is_proxy_port',
       container,
-      text: `container ${JSON.stringify(container)} declares port ${port}, the proxy's ${clash} port: one of the two cannot listen on it`,
+      text: `container ${named(container)} declares port ${port}, the proxy's ${clash} port: one of the two cannot listen on it`,
       fix: `move the container to another port, or move the proxy's (config.linkerd.io/${clash}-port)`,
     });
   }
@@ -482,7 +490,7 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
     risks.push({
       code: 'container_runs_as_proxy_uid',
       container: c.name ?? '',
-      text: `container ${JSON.stringify(c.name ?? '')} runs as uid ${proxy.uid}, the proxy's: its outbound traffic bypasses the proxy (no mTLS, no metrics)`,
+      text: `container ${named(c.name ?? '')} runs as uid ${proxy.uid}, the proxy's: its outbound traffic bypasses the proxy (no mTLS, no metrics)`,
       fix: `run it as another user, or change the proxy's (config.linkerd.io/proxy-uid)`,
     });
   }

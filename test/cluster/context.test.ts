@@ -6,8 +6,8 @@ import type { ResolvedOwner } from '../../src/cluster/owners.js';
 import { admissionReview } from '../support/admission.js';
 import { pod, testConfig } from '../support/engine.js';
 
-const deployment: ResolvedOwner = { kind: 'deployment', name: 'web', apiKind: 'Deployment', apiVersion: 'apps/v1', namespace: 'shop', uid: 'u' };
-const bare = (name: string): ResolvedOwner => ({ kind: 'pod', name, apiKind: 'Pod', apiVersion: 'v1', namespace: 'shop' });
+const deployment: ResolvedOwner = { kind: 'deployment', name: 'web', apiKind: 'Deployment', apiVersion: 'apps/v1', namespace: 'shop', uid: 'u', exists: true };
+const bare = (name: string): ResolvedOwner => ({ kind: 'pod', name, apiKind: 'Pod', apiVersion: 'v1', namespace: 'shop', exists: false });
 
 type EventOptions = { owner?: ResolvedOwner; dryRun?: boolean; ns?: Record<string, string>; labels?: Record<string, string>; policy?: EventPolicy };
 
@@ -85,7 +85,7 @@ describe('eventFor', () => {
   });
 
   it("a StatefulSet's or DaemonSet's event on a pod injected, or nobody asked to mesh, waits for the workload to be read; no other does", async () => {
-    const statefulSet: ResolvedOwner = { kind: 'statefulset', name: 'db', apiKind: 'StatefulSet', apiVersion: 'apps/v1', namespace: 'shop', uid: 'u' };
+    const statefulSet: ResolvedOwner = { kind: 'statefulset', name: 'db', apiKind: 'StatefulSet', apiVersion: 'apps/v1', namespace: 'shop', uid: 'u', exists: false };
     const daemonSet: ResolvedOwner = { ...statefulSet, kind: 'daemonset', name: 'agent', apiKind: 'DaemonSet' };
     const toRead = async (object: Record<string, unknown>, opts: EventOptions) => {
       const { handled, request } = await admitted(object, opts);
@@ -94,29 +94,33 @@ describe('eventFor', () => {
     expect(await toRead(pod(), { owner: statefulSet })).toBe(statefulSet);
     expect(await toRead(pod(), { owner: daemonSet, policy: 'all' })).toBe(daemonSet);
     // Once read, the Warning reads as a Deployment's does.
-    expect((await misplacedEvent(pod(), { owner: { ...statefulSet, misplacedInject: 'enabled' } }))?.message).toMatch(
+    expect((await misplacedEvent(pod(), { owner: { ...statefulSet, exists: true, misplacedInject: 'enabled' } }))?.message).toMatch(
       /is on the StatefulSet's own metadata, which the injector never reads \(it sees only the pods\), so its pods are not injected: move it to spec\.template\.metadata\.annotations$/,
     );
     expect(await toRead(enabled(), { owner: statefulSet })).toBe(statefulSet);
-    expect((await misplacedEvent(enabled(), { owner: { ...statefulSet, misplacedConfig: ['config.linkerd.io/proxy-cpu-limit'] } }))?.message).toMatch(
+    expect((await misplacedEvent(enabled(), { owner: { ...statefulSet, exists: true, misplacedConfig: ['config.linkerd.io/proxy-cpu-limit'] } }))?.message).toMatch(
       /^config\.linkerd\.io\/proxy-cpu-limit is on the StatefulSet's own metadata/,
     );
     // Nothing to read: the owner read already, another kind, a pod skipped for another reason, no event.
-    expect(await toRead(pod(), { owner: { ...statefulSet, misplacedInject: 'disabled' } })).toBeUndefined();
-    expect(await toRead(enabled(), { owner: { ...statefulSet, misplacedConfig: ['config.linkerd.io/proxy-cpu-limit'] } })).toBeUndefined();
+    // Once read, it is not read again; a Deployment was named by a ReplicaSet that was read.
+    expect(await toRead(pod(), { owner: { ...statefulSet, exists: true, misplacedInject: 'disabled' } })).toBeUndefined();
     expect(await toRead(pod(), { owner: deployment })).toBeUndefined();
     expect(await toRead(enabled(), { owner: deployment })).toBeUndefined();
+    // An opted-out pod's event goes on the StatefulSet too, once it is known to exist.
     const optedOut = pod({ annotations: { 'linkerd.io/inject': 'disabled' } });
-    expect(await toRead(optedOut, { owner: statefulSet, ns: { 'linkerd.io/inject': 'enabled' } })).toBeUndefined();
+    expect(await toRead(optedOut, { owner: statefulSet, ns: { 'linkerd.io/inject': 'enabled' } })).toBe(statefulSet);
+    expect(await event(optedOut, { owner: statefulSet, ns: { 'linkerd.io/inject': 'enabled' } })).toBeUndefined();
     expect(await toRead(pod(), { owner: statefulSet, policy: 'none' })).toBeUndefined();
     expect(await toRead(pod(), { owner: statefulSet, dryRun: true })).toBeUndefined();
   });
 
-  it('a bare pod with a name gets its event; one with only generateName gets none', async () => {
-    expect((await event(enabled(), { owner: bare('web') }))?.target.name).toBe('web');
-    const generated = enabled();
-    generated['metadata'] = { generateName: 'web-', annotations: { 'linkerd.io/inject': 'enabled' } };
-    expect(await event(generated, { owner: bare('web-') })).toBeUndefined();
+  it('only a workload the API server was seen to hold gets events: not a bare pod (not stored yet), nor an owner a review names', async () => {
+    expect(await event(enabled(), { owner: bare('web') })).toBeUndefined();
+    expect(await riskEvent(enabled(), { owner: bare('web'), labels: { 'pod-security.kubernetes.io/enforce': 'baseline' } })).toBeUndefined();
+    const named = { ...deployment, exists: false };
+    expect(await event(enabled(), { owner: named })).toBeUndefined();
+    expect(await misplacedEvent(pod(), { owner: { ...named, misplacedInject: 'enabled' } })).toBeUndefined();
+    expect(await event(enabled(), { owner: deployment })).toMatchObject({ reason: 'Injected' });
   });
 
   it('hostNetwork pods are skipped with their reason', async () => {
@@ -136,7 +140,7 @@ describe('misplacedEventFor', () => {
         "linkerd.io/inject: enabled is on the Deployment's own metadata, which the injector never reads (it sees only the pods), " +
         'so its pods are not injected: move it to spec.template.metadata.annotations',
     });
-    const cronJob: ResolvedOwner = { kind: 'cronjob', name: 'nightly', apiKind: 'CronJob', apiVersion: 'batch/v1', namespace: 'shop', misplacedInject: 'enabled' };
+    const cronJob: ResolvedOwner = { kind: 'cronjob', name: 'nightly', apiKind: 'CronJob', apiVersion: 'batch/v1', namespace: 'shop', exists: true, misplacedInject: 'enabled' };
     expect((await misplacedEvent(pod(), { owner: cronJob }))?.message).toMatch(/is on the CronJob's jobTemplate metadata, .*move it to spec\.jobTemplate\.spec\.template\.metadata\.annotations$/);
     // ingress there asks too.
     expect((await misplacedEvent(pod(), { owner: { ...deployment, misplacedInject: 'ingress' } }))?.message).toMatch(/^linkerd\.io\/inject: ingress is on/);
@@ -171,7 +175,7 @@ describe('misplacedEventFor', () => {
     );
     const both = pod({ annotations: { 'linkerd.io/inject': 'enabled', 'config.linkerd.io/proxy-cpu-limit': '1', 'config.linkerd.io/proxy-memory-limit': '1Gi' } });
     expect(await misplacedEvent(both, { owner })).toBeUndefined();
-    const cronJob: ResolvedOwner = { kind: 'cronjob', name: 'nightly', apiKind: 'CronJob', apiVersion: 'batch/v1', namespace: 'shop', misplacedConfig: keys };
+    const cronJob: ResolvedOwner = { kind: 'cronjob', name: 'nightly', apiKind: 'CronJob', apiVersion: 'batch/v1', namespace: 'shop', exists: true, misplacedConfig: keys };
     expect((await misplacedEvent(enabled(), { owner: cronJob }))?.message).toMatch(/are on the CronJob's jobTemplate metadata, .*move them to spec\.jobTemplate\.spec\.template\.metadata\.annotations$/);
     // Many of them: the message is clipped to what an event holds.
     const many = { ...deployment, misplacedConfig: Array.from({ length: 60 }, (_, i) => `config.linkerd.io/setting-${i}`) };

@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { HttpApiClient } from '../../src/cluster/client.js';
 import { apiEventSink, EventRecorder, type EventSink, type PendingEvent } from '../../src/cluster/events.js';
+import { TokenBucket } from '../../src/cluster/rate.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -25,7 +26,7 @@ function fakeSink(fail: { create?: number; bump?: number } = {}) {
 }
 
 const injected = (name = 'web'): PendingEvent => ({
-  target: { kind: 'deployment', name, apiKind: 'Deployment', apiVersion: 'apps/v1', namespace: 'shop', uid: `uid-${name}` },
+  target: { kind: 'deployment', name, apiKind: 'Deployment', apiVersion: 'apps/v1', namespace: 'shop', uid: `uid-${name}`, exists: true },
   type: 'Normal',
   reason: 'Injected',
   message: 'Linkerd sidecar proxy injected',
@@ -123,10 +124,24 @@ describe('EventRecorder', () => {
     expect(created).toEqual([]);
   });
 
+  it('writes at most the new Events its rate allows, dropping and counting the rest; repeats still fold into those written', async () => {
+    const { sink, created, bumps } = fakeSink();
+    let dropped = 0;
+    const recorder = new EventRecorder({ sink, logger: silent, onDropped: () => dropped++, newEvents: new TokenBucket(0, 5) });
+    for (let i = 0; i < 50; i++) recorder.record(injected(`w${i}`));
+    await settle();
+    expect(created.map((e) => e.event.involvedObject.name)).toEqual(['w0', 'w1', 'w2', 'w3', 'w4']);
+    expect(dropped).toBe(45);
+    recorder.record(injected('w0'));
+    await settle();
+    expect(bumps).toEqual([{ name: expect.any(String), count: 2 }]);
+  });
+
   it('stays within maxSeries under a churn of namespaces and workloads, still folding recent repeats', async () => {
     const { sink, created, bumps } = fakeSink();
     let dropped = 0;
-    const recorder = new EventRecorder({ sink, logger: silent, maxSeries: 500, onDropped: () => dropped++ });
+    const unbounded = new TokenBucket(Infinity, Infinity);
+    const recorder = new EventRecorder({ sink, logger: silent, maxSeries: 500, onDropped: () => dropped++, newEvents: unbounded });
     let largest = 0;
     for (let i = 0; i < 20_000; i++) {
       const event = injected(`w${i}`);

@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SourceUnavailableError } from '../../src/admission/index.js';
 import { NamespaceCache, type NamespaceCacheOptions } from '../../src/cluster/namespaces.js';
+import { TokenBucket } from '../../src/cluster/rate.js';
 import { fakeApi, namespaceFrom, type FakeApi, type FakeApiOptions } from './fake-api.js';
 
 const silent = pino({ level: 'silent' });
@@ -95,8 +96,28 @@ describe('NamespaceCache', () => {
     expect(error).toMatchObject({ code: 'NAMESPACE_UNKNOWN', message: expect.stringContaining('did not answer within 200 ms') });
   });
 
+  it('remembers for a while that a namespace does not exist: 300 reviews naming it make one read', async () => {
+    const c = await syncedCache({
+      read: (_path, res) => {
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","code":404,"message":"not found"}');
+      },
+    });
+    const reads = api?.reads ?? [];
+    for (let i = 0; i < 300; i++) await expect(c.annotations('ghost')).rejects.toBeInstanceOf(SourceUnavailableError);
+    expect(reads.filter((r) => r.endsWith('/ghost'))).toHaveLength(1);
+  });
+
+  it('reads at most as many namespaces as its rate allows; the others are unknown, without a read', async () => {
+    const c = await syncedCache({ read: namespaceFrom }, { reads: new TokenBucket(0, 3) });
+    const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => c.annotations(`new-${i}`)));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
+    const refused = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect((refused?.reason as Error).message).toBe('the annotations of namespace new-3 are not known yet (too many namespaces not in the cache are being read)');
+    expect(api?.reads.filter((r) => r.includes('/new-'))).toHaveLength(3);
+  });
+
   it('remembers directly read namespaces only up to its bound under a churn of namespaces the watch never delivers', async () => {
-    const c = await syncedCache({ read: namespaceFrom }, { readThroughMax: BOUND });
+    const c = await syncedCache({ read: namespaceFrom }, { readThroughMax: BOUND, reads: new TokenBucket(Infinity, Infinity) });
     let largest = 0;
     for (let i = 0; i < 3 * BOUND; i++) {
       expect(await c.annotations(`ns-${i}`)).toEqual({ 'linkerd.io/inject': `enabled-ns-${i}` });

@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { apiOwnerLookup, OwnerResolver, type OwnerLookup, type OwnerResolverOptions } from '../../src/cluster/owners.js';
+import { TokenBucket } from '../../src/cluster/rate.js';
 import { fakeApi } from './fake-api.js';
 
 const silent = pino({ level: 'silent' });
@@ -30,18 +31,18 @@ describe('OwnerResolver', () => {
   };
 
   it.each([
-    ['a bare pod', { metadata: { name: 'solo' } }, { kind: 'pod', name: 'solo', apiKind: 'Pod' }],
-    ['a bare pod with only generateName', { metadata: { generateName: 'solo-' } }, { kind: 'pod', name: 'solo-' }],
-    ['more than one owner', podOwnedBy(ref('ReplicaSet', 'a'), ref('ReplicaSet', 'b')), { kind: 'pod', name: 'p-1' }],
-    ['ReplicaSet → Deployment', podOwnedBy(ref('ReplicaSet', 'web-5f')), { kind: 'deployment', name: 'web', apiKind: 'Deployment', uid: 'uid-web' }],
-    ['a ReplicaSet with no owner', podOwnedBy(ref('ReplicaSet', 'orphan')), { kind: 'replicaset', name: 'orphan' }],
-    ['a ReplicaSet owned by an unknown kind', podOwnedBy(ref('ReplicaSet', 'rollout-rs')), { kind: 'replicaset', name: 'rollout-rs' }],
-    ['Job → CronJob', podOwnedBy(ref('Job', 'nightly-123', 'batch/v1')), { kind: 'cronjob', name: 'nightly', apiVersion: 'batch/v1' }],
-    ['a Job of its own', podOwnedBy(ref('Job', 'once', 'batch/v1')), { kind: 'job', name: 'once' }],
-    ['a StatefulSet, by kind', podOwnedBy(ref('StatefulSet', 'db')), { kind: 'statefulset', name: 'db', uid: 'uid-db' }],
-    ['a DaemonSet, by kind', podOwnedBy(ref('DaemonSet', 'agent')), { kind: 'daemonset', name: 'agent' }],
-    ['an unknown kind, by kind', podOwnedBy(ref('Rollout', 'canary', 'argoproj.io/v1alpha1')), { kind: 'rollout', name: 'canary' }],
-    ['a ReplicaSet that cannot be read falls back to the ReplicaSet', podOwnedBy(ref('ReplicaSet', 'gone')), { kind: 'replicaset', name: 'gone' }],
+    ['a bare pod', { metadata: { name: 'solo' } }, { kind: 'pod', name: 'solo', apiKind: 'Pod', exists: false }],
+    ['a bare pod with only generateName', { metadata: { generateName: 'solo-' } }, { kind: 'pod', name: 'solo-', exists: false }],
+    ['more than one owner', podOwnedBy(ref('ReplicaSet', 'a'), ref('ReplicaSet', 'b')), { kind: 'pod', name: 'p-1', exists: false }],
+    ['ReplicaSet → Deployment', podOwnedBy(ref('ReplicaSet', 'web-5f')), { kind: 'deployment', name: 'web', apiKind: 'Deployment', uid: 'uid-web', exists: true }],
+    ['a ReplicaSet with no owner', podOwnedBy(ref('ReplicaSet', 'orphan')), { kind: 'replicaset', name: 'orphan', exists: true }],
+    ['a ReplicaSet owned by an unknown kind', podOwnedBy(ref('ReplicaSet', 'rollout-rs')), { kind: 'replicaset', name: 'rollout-rs', exists: true }],
+    ['Job → CronJob', podOwnedBy(ref('Job', 'nightly-123', 'batch/v1')), { kind: 'cronjob', name: 'nightly', apiVersion: 'batch/v1', exists: true }],
+    ['a Job of its own', podOwnedBy(ref('Job', 'once', 'batch/v1')), { kind: 'job', name: 'once', exists: true }],
+    ['a StatefulSet, by kind', podOwnedBy(ref('StatefulSet', 'db')), { kind: 'statefulset', name: 'db', uid: 'uid-db', exists: false }],
+    ['a DaemonSet, by kind', podOwnedBy(ref('DaemonSet', 'agent')), { kind: 'daemonset', name: 'agent', exists: false }],
+    ['an unknown kind, by kind', podOwnedBy(ref('Rollout', 'canary', 'argoproj.io/v1alpha1')), { kind: 'rollout', name: 'canary', exists: false }],
+    ['a ReplicaSet that cannot be read falls back to the ReplicaSet, not known to exist', podOwnedBy(ref('ReplicaSet', 'gone')), { kind: 'replicaset', name: 'gone', exists: false }],
   ])('%s', async (_what, pod, expected) => {
     const resolver = new OwnerResolver(lookup(owners), silent);
     expect(await resolver.resolve(pod, 'shop')).toMatchObject({ ...expected, namespace: 'shop' });
@@ -152,10 +153,12 @@ describe('OwnerResolver', () => {
     expect(calls).toEqual(['StatefulSet/shop/db', 'DaemonSet/shop/agent']);
     const off = await resolver.resolve(podOwnedBy(ref('StatefulSet', 'off')), 'shop');
     expect((await resolver.withOwnMetadata(off)).misplacedInject).toBe('disabled');
+    // Named by the pod only, a workload is not known to exist until it is read.
     const plain = await resolver.resolve(podOwnedBy(ref('StatefulSet', 'plain')), 'shop');
-    expect(await resolver.withOwnMetadata(plain)).toEqual(plain);
+    expect(plain.exists).toBe(false);
+    expect(await resolver.withOwnMetadata(plain)).toEqual({ ...plain, exists: true });
     const tuned = await resolver.resolve(podOwnedBy(ref('DaemonSet', 'tuned')), 'shop');
-    expect(await resolver.withOwnMetadata(tuned)).toEqual({ ...tuned, misplacedConfig: ['config.linkerd.io/proxy-cpu-limit'] });
+    expect(await resolver.withOwnMetadata(tuned)).toEqual({ ...tuned, exists: true, misplacedConfig: ['config.linkerd.io/proxy-cpu-limit'] });
 
     // Unreadable: the owner as it was, read again next time.
     const down = await resolver.resolve(podOwnedBy(ref('DaemonSet', 'down')), 'shop');
@@ -173,6 +176,19 @@ describe('OwnerResolver', () => {
     expect(calls).toEqual([]);
   });
 
+  it('reads at most as many owners as its rate allows; a pod whose owner is not read keeps it as named, not known to exist', async () => {
+    const calls: string[] = [];
+    const resolver = new OwnerResolver(lookup(owners, calls), silent, { reads: new TokenBucket(0, 2) });
+    const got = [];
+    for (const name of ['web-5f', 'orphan', 'rollout-rs']) got.push(await resolver.resolve(podOwnedBy(ref('ReplicaSet', name)), 'shop'));
+    expect(calls).toEqual(['ReplicaSet/shop/web-5f', 'ReplicaSet/shop/orphan']);
+    expect(got.map((o) => [o.name, o.exists])).toEqual([['web', true], ['orphan', true], ['rollout-rs', false]]);
+    // A name no object can have is not read at all.
+    const long = await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'x'.repeat(254))), 'shop');
+    expect(long.exists).toBe(false);
+    expect(calls).toHaveLength(2);
+  });
+
   it('stays within maxEntries under a churn of namespaces and owners, keeping the most recent', async () => {
     const calls: string[] = [];
     const churn: OwnerLookup = {
@@ -181,7 +197,7 @@ describe('OwnerResolver', () => {
         return { owners: [ref('Deployment', name.replace(/-rs$/, ''))] };
       },
     };
-    const resolver = new OwnerResolver(churn, silent, { maxEntries: 100 });
+    const resolver = new OwnerResolver(churn, silent, { maxEntries: 100, reads: new TokenBucket(Infinity, Infinity) });
     let largest = 0;
     for (let i = 0; i < 10_000; i++) {
       const owner = await resolver.resolve(podOwnedBy(ref('ReplicaSet', `d${i}-rs`)), `ns-${i % 700}`);
