@@ -32,3 +32,4 @@ for f in "$CHART"/ci/*.yaml; do check "ci/$(basename "$f")" -f "$f"; done
 refused 'a mistyped value' "value must be one of 'Ignore', 'Fail'" proxy-injector "$CHART" --set webhook.failurePolicy=fail
 refused 'an unknown value' 'additional properties' proxy-injector "$CHART" --set webhook.failurPolicy=Fail
 refused "a Linkerd object's name" "which Linkerd's own objects use" linkerd-proxy-injector "$CHART" --namespace linkerd
+refused 'in-flight bytes below a body' 'limits.maxInFlightBytes must be at least limits.maxBodyBytes' proxy-injector "$CHART" --set limits.maxInFlightBytes=65536
