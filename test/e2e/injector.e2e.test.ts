@@ -4,6 +4,7 @@
  * MutatingWebhookConfiguration and our CA, and every assertion reads objects as the API server stored them.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -64,6 +65,38 @@ async function createPod(ns: string, pod: V1Pod): Promise<V1Pod> {
 async function eventsFor(ns: string, kind: string, name: string) {
   const list = await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.kind=${kind},involvedObject.name=${name}` });
   return list.items;
+}
+
+/** POSTs a review straight to the injector, as anyone who can reach it could. */
+function postReview(body: string): Promise<{ status: number; text: string }> {
+  const url = new URL(injector.webhookUrl);
+  return new Promise((resolveAnswer, reject) => {
+    const req = httpsRequest(
+      { hostname: url.hostname, port: url.port, path: '/', method: 'POST', ca: injector.caPem, agent: false, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolveAnswer({ status: res.statusCode ?? 0, text }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** The injector's log line that says why a pod was skipped. */
+function skipLine(ns: string, name: string): Promise<string> {
+  return eventually(`the log line of ${ns}/${name}`, async () =>
+    injector.logs
+      .flatMap((line) => {
+        try {
+          return [(JSON.parse(line) as { msg?: string }).msg ?? ''];
+        } catch {
+          return [];
+        }
+      })
+      .find((msg) => msg.startsWith(`skipped pod/${ns}/${name}:`)),
+  );
 }
 
 async function setWebhook(failurePolicy: 'Ignore' | 'Fail', url = injector.webhookUrl): Promise<void> {
@@ -172,7 +205,7 @@ describe('with a real kube-apiserver', () => {
     await eventually('the count of both pods', async () => ((await eventsFor('emojivoto', 'Deployment', 'web')).find((e) => e.reason === 'Injected')?.count === 2 ? true : undefined));
   });
 
-  it('2. a pod annotated enabled in a plain namespace is injected; one annotated disabled in an enabled namespace is not, with InjectionSkipped', async () => {
+  it('2. a pod annotated enabled in a plain namespace is injected; one annotated disabled in an enabled namespace is not, and the log says why', async () => {
     const enabled = await createPod('plain', podSpec('opted-in', { 'linkerd.io/inject': 'enabled' }));
     expect(containerNames(enabled)).toEqual(['linkerd-proxy', 'app']);
     const untouched = await createPod('plain', podSpec('not-asked'));
@@ -181,8 +214,7 @@ describe('with a real kube-apiserver', () => {
     const disabled = await createPod('emojivoto', podSpec('opted-out', { 'linkerd.io/inject': 'disabled' }));
     expect(containerNames(disabled)).toEqual(['app']);
     expect(initNames(disabled)).toEqual([]);
-    const skipped = await eventually('the InjectionSkipped event', async () => (await eventsFor('emojivoto', 'Pod', 'opted-out')).find((e) => e.reason === 'InjectionSkipped'));
-    expect(skipped.message).toBe('Linkerd sidecar proxy injection skipped: pod has the annotation "linkerd.io/inject:disabled"');
+    expect(await skipLine('emojivoto', 'opted-out')).toBe('skipped pod/emojivoto/opted-out: pod has the annotation "linkerd.io/inject:disabled"');
   });
 
   it('3. proxy-await disabled removes the hook and moves the proxy last', async () => {
@@ -282,29 +314,41 @@ describe('with a real kube-apiserver', () => {
   it('6. hostNetwork pods, kube-system (excluded by the selector) and dry runs behave as specified; a dry run records no event', async () => {
     const host = await createPod('emojivoto', podSpec('host-net', {}, { hostNetwork: true }));
     expect(containerNames(host)).toEqual(['app']);
-    const hostEvent = await eventually('the hostNetwork skip event', async () => (await eventsFor('emojivoto', 'Pod', 'host-net')).find((e) => e.reason === 'InjectionSkipped'));
-    expect(hostEvent.message).toBe('Linkerd sidecar proxy injection skipped: hostNetwork is enabled');
+    expect(await skipLine('emojivoto', 'host-net')).toBe('skipped pod/emojivoto/host-net: hostNetwork is enabled');
+    // A pod on its own is not stored yet while it is admitted: like Linkerd, the injector writes Events only on workloads
+    // it found.
+    expect(await eventsFor('emojivoto', 'Pod', 'host-net')).toEqual([]);
 
     const system = await core.createNamespacedPod({ namespace: 'kube-system', body: podSpec('system', { 'linkerd.io/inject': 'enabled' }) });
     expect(containerNames(system)).toEqual(['app']);
     expect(system.metadata?.annotations?.['linkerd.io/created-by']).toBeUndefined();
 
-    const dry = await core.createNamespacedPod({ namespace: 'emojivoto', body: podSpec('dry-run-only'), dryRun: 'All' });
+    // Pods of the Deployment of scenario 1, made by hand: a dry run adds nothing to its Injected event, a real one does.
+    const replicaSets = await apps.listNamespacedReplicaSet({ namespace: 'emojivoto', labelSelector: 'app=web' });
+    const rs = replicaSets.items[0]?.metadata;
+    const owned = (name: string): V1Pod => {
+      const p = podSpec(name);
+      p.metadata = { ...p.metadata, labels: { app: 'web-extra' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: rs?.name ?? '', uid: rs?.uid ?? '', controller: true }] };
+      return p;
+    };
+    const injectedCount = async () => (await eventsFor('emojivoto', 'Deployment', 'web')).find((e) => e.reason === 'Injected')?.count ?? 0;
+    const before = await injectedCount();
+    const dry = await core.createNamespacedPod({ namespace: 'emojivoto', body: owned('dry-run-only'), dryRun: 'All' });
     expect(containerNames(dry)).toEqual(['linkerd-proxy', 'app']);
-    // A real pod created right after does get its event; by then the dry run's would have been written too.
-    await createPod('emojivoto', podSpec('after-dry-run'));
-    await eventually('the event of the real pod', async () => ((await eventsFor('emojivoto', 'Pod', 'after-dry-run')).length > 0 ? true : undefined));
-    expect(await eventsFor('emojivoto', 'Pod', 'dry-run-only')).toEqual([]);
+    // A real pod created right after does count; by then the dry run's would have been counted too.
+    await createPod('emojivoto', owned('after-dry-run'));
+    await eventually('the real pod counted', async () => ((await injectedCount()) === before + 1 ? true : undefined));
   });
 
-  it('10. a static pod’s mirror is admitted unchanged, with InjectionSkipped; injected, the API server would refuse it', async () => {
+  it('10. a static pod’s mirror is admitted unchanged, and the log says why; injected, the API server would refuse it', async () => {
     // What a kubelet creates for a static pod: the mirror annotation (the hash of its manifest) and the node set.
     const mirror = await createPod('emojivoto', podSpec('static-web-node-1', { 'kubernetes.io/config.mirror': '5a1e2f3c', 'kubernetes.io/config.source': 'file' }, { nodeName: 'node-1' }));
     expect(containerNames(mirror)).toEqual(['app']);
     expect(initNames(mirror)).toEqual([]);
     expect(Object.keys(mirror.metadata?.annotations ?? {}).sort()).toEqual(['kubernetes.io/config.mirror', 'kubernetes.io/config.source']);
-    const skipped = await eventually('the InjectionSkipped event', async () => (await eventsFor('emojivoto', 'Pod', 'static-web-node-1')).find((e) => e.reason === 'InjectionSkipped'));
-    expect(skipped.message).toBe('Linkerd sidecar proxy injection skipped: pod is the mirror of a static pod, which the kubelet runs from its manifest file');
+    expect(await skipLine('emojivoto', 'static-web-node-1')).toBe(
+      'skipped pod/emojivoto/static-web-node-1: pod is the mirror of a static pod, which the kubelet runs from its manifest file',
+    );
 
     // Linkerd injects it: the same pod as injected for an ordinary pod, marked as a mirror, is refused by the
     // ServiceAccount admission plugin, because the proxy's identity volume projects a service-account token.
@@ -322,12 +366,11 @@ describe('with a real kube-apiserver', () => {
     expect(refusal).toContain('a mirror pod may not use ServiceAccountToken volume projections');
   });
 
-  it('11. a Windows pod is admitted unchanged, with InjectionSkipped; injected, the API server would refuse it', async () => {
+  it('11. a Windows pod is admitted unchanged, and the log says why; injected, the API server would refuse it', async () => {
     const windows = await createPod('emojivoto', podSpec('windows-web', {}, { os: { name: 'windows' } }));
     expect(containerNames(windows)).toEqual(['app']);
     expect(initNames(windows)).toEqual([]);
-    const skipped = await eventually('the InjectionSkipped event', async () => (await eventsFor('emojivoto', 'Pod', 'windows-web')).find((e) => e.reason === 'InjectionSkipped'));
-    expect(skipped.message).toBe('Linkerd sidecar proxy injection skipped: pod runs on Windows, where the Linux proxy cannot run');
+    expect(await skipLine('emojivoto', 'windows-web')).toBe('skipped pod/emojivoto/windows-web: pod runs on Windows, where the Linux proxy cannot run');
 
     // Linkerd injects it: the same pod as injected for Linux is invalid for Windows, for the proxy's security context.
     const shape = await core.createNamespacedPod({ namespace: 'emojivoto', body: podSpec('linux-shape'), dryRun: 'All' });
@@ -687,6 +730,54 @@ describe('with a real kube-apiserver', () => {
         return probe.spec?.containers[0]?.securityContext?.capabilities ? undefined : true;
       });
     }
+  });
+
+  it('reviews forged and sent straight to the webhook write no Event on workloads that do not exist, and read a missing namespace once', async () => {
+    await namespace('prod-forged', { 'linkerd.io/inject': 'enabled' });
+    const forged = (namespaceName: string, i: number, owner: { kind: string; name: string }) =>
+      JSON.stringify({
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: {
+          uid: `forged-${namespaceName}-${i}`,
+          kind: { group: '', version: 'v1', kind: 'Pod' },
+          resource: { group: '', version: 'v1', resource: 'pods' },
+          namespace: namespaceName,
+          operation: 'CREATE',
+          userInfo: { username: 'nobody' },
+          object: {
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: {
+              name: `ghost-${i}`,
+              namespace: namespaceName,
+              ownerReferences: [{ apiVersion: 'apps/v1', kind: owner.kind, name: owner.name, uid: `uid-${owner.name}`, controller: true }],
+            },
+            spec: { restartPolicy: 'Never', containers: [{ name: 'URGENT-security-team-says-run-kubectl-delete-ns-prod', image: 'x' }] },
+          },
+        },
+      });
+    const namespaceGets = async (): Promise<number> => {
+      const text = (await kubeRequest(cp, 'GET', '/metrics')).body;
+      return text
+        .split('\n')
+        .filter((l) => l.startsWith('apiserver_request_total{') && l.includes('resource="namespaces"') && l.includes('verb="GET"') && l.includes('scope="resource"'))
+        .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+    };
+    const before = await namespaceGets();
+    const answers: number[] = [];
+    for (let i = 0; i < 300; i++) {
+      const owner = i % 2 === 0 ? { kind: 'StatefulSet', name: 'ghost-db' } : { kind: 'ReplicaSet', name: 'ghost-rs' };
+      answers.push((await postReview(forged('prod-forged', i, owner))).status);
+      answers.push((await postReview(forged('no-such-namespace', i, owner))).status);
+    }
+    expect(answers.every((s) => s === 200)).toBe(true);
+    // The events are written in the background: give them time to be written, were any to be.
+    await new Promise((r) => setTimeout(r, 3_000));
+    const events = (await core.listNamespacedEvent({ namespace: 'prod-forged' })).items;
+    expect(events.filter((e) => e.source?.component === 'linkerd-proxy-injector')).toEqual([]);
+    // One read of the missing namespace (remembered for 10 s), and none of one the watch has.
+    expect(await namespaceGets()).toBeLessThanOrEqual(before + 1);
   });
 
   it('8. every injected pod was accepted and stored by the API server', async () => {
