@@ -72,6 +72,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
 
 {{- define "proxy-injector.image" -}}
+{{- if not .Values.image.repository }}
+{{- fail "image.repository is not set: no image of proxy-injector is published. Build one from the project's Dockerfile and push it where your cluster pulls from (docker build -t REGISTRY/proxy-injector:0.1.0 . && docker push REGISTRY/proxy-injector:0.1.0), then install with --set image.repository=REGISTRY/proxy-injector --set image.tag=0.1.0" }}
+{{- end }}
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
 {{- else }}

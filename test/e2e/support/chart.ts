@@ -29,10 +29,14 @@ export class HelmError extends Error {
 }
 
 /** Runs helm with the values given as one JSON document (JSON is YAML), and returns its stdout. */
+/** The image the suites install the chart with. */
+export const E2E_IMAGE_REPOSITORY = 'registry.example.com/proxy-injector';
+
 export function helm(args: string[], options: { kubeconfig?: string; values?: unknown } = {}): string {
   const dir = mkdtempSync(join(tmpdir(), 'helm-values-'));
   try {
-    const all = [...args];
+    // No image is published, and the chart refuses to render without one: the suites' pods never start anyway.
+    const all = [...args, '--set', `image.repository=${E2E_IMAGE_REPOSITORY}`];
     if (options.values !== undefined) {
       writeFileSync(join(dir, 'values.json'), JSON.stringify(options.values));
       all.push('-f', join(dir, 'values.json'));
