@@ -1,12 +1,12 @@
 /**
  * What the node suite could change on the host, read before it starts and after it has cleaned up: the two must be
- * equal, or the run fails. Sysctls, links, addresses, routes and rules, iptables (legacy and nft, IPv4 and IPv6),
- * mounts, network namespaces, cgroups, the well-known directories a kubelet, containerd and the CNI plugins write, and
+ * equal, or the run fails. Sysctls, links, addresses, routes and rules, iptables (legacy and nft, IPv4 and IPv6) and
+ * nftables, mounts, network namespaces, cgroups, the well-known directories a kubelet, containerd and the CNI plugins write, and
  * the processes of the programs it runs.
  */
 import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { WORK_DIR, runSync } from './host.js';
+import { CGROUP_NAME, WORK_DIR, runSync } from './host.js';
 
 export interface HostState {
   sysctls: Record<string, string>;
@@ -110,16 +110,27 @@ function listDir(path: string): string[] {
   }
 }
 
-/** Every directory two levels deep under each cgroup hierarchy (the kubelet's kubepods and their QoS classes). */
+/**
+ * The top-level directories of each cgroup hierarchy, and everything below those the kubelet makes (kubepods) and the
+ * suite's own. Below other top-level groups (the machine's own tooling makes a group per command it runs) is not ours.
+ */
 function cgroups(): string[] {
   const out: string[] = [];
+  const walk = (dir: string): void => {
+    for (const entry of listDir(dir)) {
+      const path = join(dir, entry);
+      if (!safeIsDir(path)) continue;
+      out.push(path);
+      walk(path);
+    }
+  };
   for (const hierarchy of listDir('/sys/fs/cgroup')) {
     const root = join('/sys/fs/cgroup', hierarchy);
-    for (const a of listDir(root)) {
-      const pa = join(root, a);
-      if (!safeIsDir(pa)) continue;
-      out.push(pa);
-      for (const b of listDir(pa)) if (safeIsDir(join(pa, b))) out.push(join(pa, b));
+    for (const top of listDir(root)) {
+      const path = join(root, top);
+      if (!safeIsDir(path)) continue;
+      out.push(path);
+      if (top.startsWith('kubepods') || top === CGROUP_NAME) walk(path);
     }
   }
   return out;
