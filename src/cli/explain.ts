@@ -29,7 +29,7 @@ import {
 } from '../engine/index.js';
 import { failure, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { UsageError, annotationsFor, flagAnnotations, parseManifestArgs, podSecurityFlags, type FlagAnnotations, type ParsedOptions } from './inject-flags.js';
-import { annotationOps, configure, type Configured } from './inject.js';
+import { annotationOps, configure, EMBEDDED_DEFAULTS_NOTE, type Configured } from './inject.js';
 import { InputError, listItems, readDocuments } from './manifests.js';
 import { inputReader } from './remote-inputs.js';
 import { applyToValue } from './yaml-patch.js';
@@ -458,6 +458,8 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
   try {
     // The proxy is rendered, so it needs trust anchors; the demo root does not change how the pod starts.
     configured = configure(opts, cwd, true);
+    // The embedded defaults change how a pod starts; the demo trust root does not.
+    if (configured.warnings.some((w) => w.text === EMBEDDED_DEFAULTS_NOTE)) warnings.push(EMBEDDED_DEFAULTS_NOTE);
     if (opts['cni'] === true) configured.values.cniEnabled = true;
     flags = flagAnnotations(opts, configured.values);
     for await (const m of readDocuments(inputs, inputReader(io, cwd), warnings)) {

@@ -231,6 +231,15 @@ function readConfigFile(cwd: string, file: string, what: string): string {
   }
 }
 
+/**
+ * Said once when the proxy is rendered from the embedded defaults: they follow the seed documents (a classic sidecar
+ * held by linkerd-await, iptables-legacy), where the Linkerd release they name installs a native sidecar and nft.
+ */
+export const EMBEDDED_DEFAULTS_NOTE =
+  'no --values: using the embedded defaults (a classic sidecar held back by linkerd-await, iptables-legacy), while ' +
+  "Linkerd edge-26.8.3's chart defaults to a native sidecar and iptables-nft; for your cluster's configuration give " +
+  "--values <(kubectl get configmap -n linkerd linkerd-config -o jsonpath='{.data.values}')";
+
 /** A --values file merged over the defaults; what is wrong with it is said after the file's name. */
 export function valuesFile(cwd: string, file: string): LinkerdValues {
   const text = readConfigFile(cwd, file, '--values');
@@ -251,6 +260,7 @@ export interface Configured {
 export function configure(opts: ParsedOptions, cwd: string, manual: boolean): Configured {
   let values = typeof opts['values'] === 'string' ? valuesFile(cwd, opts['values']) : defaultValues();
   const warnings: Check[] = [];
+  if (typeof opts['values'] !== 'string' && manual) warnings.push({ mark: WARN, text: EMBEDDED_DEFAULTS_NOTE });
   const anchorsFile = opts['trust-anchors'];
   if (typeof anchorsFile === 'string') {
     const pem = readConfigFile(cwd, anchorsFile, '--trust-anchors');

@@ -6,6 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { runExplain, type Explanation } from '../../src/cli/explain.js';
+import { EMBEDDED_DEFAULTS_NOTE } from '../../src/cli/inject.js';
 import { iptablesPlan } from '../../src/engine/index.js';
 
 const ANCHORS = ['--trust-anchors', 'test/fixtures/cli/trust-anchors.pem'];
@@ -302,7 +303,7 @@ spec:
 
   it('input without workloads, bad flags and bad input are reported', async () => {
     const none = await runExplain([...ANCHORS, '-'], { stdin: 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n' });
-    expect(none).toEqual({ stdout: '', stderr: 'proxy-injector explain: no pods or workloads in the input\n', code: 0 });
+    expect(none).toEqual({ stdout: '', stderr: `proxy-injector explain: ${EMBEDDED_DEFAULTS_NOTE}\nproxy-injector explain: no pods or workloads in the input\n`, code: 0 });
     expect((await runExplain(['-o', 'yaml', '-'], { stdin: POD })).code).toBe(2);
     expect((await runExplain(['--namespace-annotation', 'novalue', '-'], { stdin: POD })).code).toBe(2);
     expect((await runExplain([])).code).toBe(2);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { INJECT_HELP, PROXY_FLAGS } from '../../src/cli/inject-flags.js';
-import { runInject } from '../../src/cli/inject.js';
+import { EMBEDDED_DEFAULTS_NOTE, runInject } from '../../src/cli/inject.js';
 import { YAML_OPTIONS } from '../../src/cli/manifests.js';
 import { OTHER_TRUST_ANCHOR, TRUST_ANCHORS } from '../support/engine.js';
 import { INVALID_BUNDLES, privateKeys } from '../support/trust-anchors.js';
@@ -248,7 +248,7 @@ describe('the report says what was done to every object', () => {
         'configmap "settings" unchanged: not a workload\n',
     );
     const manual = await injectText(input, '--manual', ...ANCHORS, '--opaque-ports', '5432');
-    expect(manual.stderr).toMatch(/^deployment "web" injected: annotated config.linkerd.io\/opaque-ports: 5432\nservice "db" annotated: /);
+    expect(manual.stderr).toMatch(/\n\ndeployment "web" injected: annotated config.linkerd.io\/opaque-ports: 5432\nservice "db" annotated: /);
   });
 
   it('a Service with nothing to record is unchanged, not "unsupported"', async () => {
@@ -404,8 +404,21 @@ describe('configuration', () => {
   it('without trust anchors, --manual uses the demo root and says so; annotation-only mode does not need any', async () => {
     const manual = await injectText(DEPLOYMENT, '--manual');
     expect(manual.code).toBe(0);
-    expect(manual.stderr).toMatch(/^‼ no trust anchors given .* examples\/trust-anchors.pem; the injected proxies will not get a usable identity\n\n/);
+    expect(manual.stderr).toMatch(/\n‼ no trust anchors given .* examples\/trust-anchors.pem; the injected proxies will not get a usable identity\n\n/);
     expect((await injectText(DEPLOYMENT)).stderr).not.toContain('trust anchors');
+  });
+
+  it('without --values, --manual says once that the embedded defaults are not what Linkerd installs; with --values it does not', async () => {
+    const defaults = await injectText(DEPLOYMENT, '--manual');
+    expect(defaults.stderr.startsWith(`‼ ${EMBEDDED_DEFAULTS_NOTE}\n`)).toBe(true);
+    expect(defaults.stderr.split(EMBEDDED_DEFAULTS_NOTE)).toHaveLength(2);
+    const dir = mkdtempSync(join(tmpdir(), 'pi-values-'));
+    writeFileSync(join(dir, 'values.yaml'), 'proxy:\n  nativeSidecar: true\n');
+    const given = await injectText(DEPLOYMENT, '--manual', '--values', join(dir, 'values.yaml'));
+    rmSync(dir, { recursive: true, force: true });
+    expect(given.stderr).not.toContain('embedded defaults');
+    // Annotation-only injection renders no proxy: the defaults do not matter there.
+    expect((await injectText(DEPLOYMENT)).stderr).not.toContain('embedded defaults');
   });
 
   it('--trust-anchors wins over the values', async () => {
