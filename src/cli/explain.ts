@@ -507,10 +507,20 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
   for (const d of documents) {
     const source = `${d.source}${(perSource.get(d.source) ?? 0) > 1 ? `#${d.index}` : ''}`;
     for (const object of d.objects) {
+      // As inject refuses it: a scalar or a list at the top is nothing kubectl would apply.
+      if (!isObject(object)) {
+        problems.push(`${source}: not a Kubernetes object (${Array.isArray(object) ? 'a list' : `a ${typeof object}`})`);
+        continue;
+      }
       try {
         const e = explainObject(object, source, settings);
         if (e) explanations.push(e);
       } catch (err) {
+        // A document the yaml library reads may still nest deeper than the explanation can recurse.
+        if (err instanceof RangeError) {
+          problems.push(`${source}: collections nested too deeply to process`);
+          continue;
+        }
         if (!isEngineError(err)) throw err;
         problems.push(`${source}: ${isObject(object) ? `${String(object['kind'])} ${JSON.stringify(objectName(object))}: ` : ''}${err.message}`);
       }

@@ -102,6 +102,8 @@ const INDICATORS = new Set([...',[]{}#&*!|>\'"%@`']);
 
 /** Flow collections nested deeper than this are declined (Kubernetes objects nest a few levels). */
 const MAX_FLOW_DEPTH = 64;
+/** Block collections too: the reader recurses once per level, and a file may nest thousands. */
+const MAX_BLOCK_DEPTH = 64;
 
 /** Reads the documents of a stream as the yaml library would, or declines. */
 export class FastReader {
@@ -114,6 +116,8 @@ export class FastReader {
   private content: boolean[] = [];
   /** Why the last document read was declined. */
   declined: string | undefined;
+  /** Block collections open around the one being read. */
+  private depth = 0;
 
   constructor(options: ParseOptions & DocumentOptions & SchemaOptions) {
     this.schema = schemaFor(options);
@@ -126,6 +130,7 @@ export class FastReader {
   read(text: string, from: number, to: number): FastDocument | null | undefined {
     this.text = text;
     this.declined = undefined;
+    this.depth = 0;
     try {
       return this.document(from, to);
     } catch (err) {
@@ -283,16 +288,22 @@ export class FastReader {
 
   /** The block collection whose first line is line i, stored in parent[key]. */
   private block(i: number, parent: Record<string, unknown> | unknown[], key: string | number): { block: FastBlock; next: number } {
-    const col = this.indents[i]!;
-    const p = this.starts[i]! + col;
-    if (this.isDash(i, p)) {
-      const items: unknown[] = [];
-      setValue(parent, key, items);
-      return this.seq(i, col, items);
+    if (this.depth >= MAX_BLOCK_DEPTH) decline(`block collections nested deeper than ${MAX_BLOCK_DEPTH}`);
+    this.depth += 1;
+    try {
+      const col = this.indents[i]!;
+      const p = this.starts[i]! + col;
+      if (this.isDash(i, p)) {
+        const items: unknown[] = [];
+        setValue(parent, key, items);
+        return this.seq(i, col, items);
+      }
+      const map: Record<string, unknown> = {};
+      setValue(parent, key, map);
+      return this.map(i, col, p, map);
+    } finally {
+      this.depth -= 1;
     }
-    const map: Record<string, unknown> = {};
-    setValue(parent, key, map);
-    return this.map(i, col, p, map);
   }
 
   /** Whether the text at p on this line is `key:` followed by a space or the line's end. */

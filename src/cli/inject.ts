@@ -120,8 +120,9 @@ function listed(entries: Record<string, string>): string {
 }
 
 /** A document that is a list or a scalar: not something `kubectl apply` would take either. */
-export function notAnObject(): ObjectChange<ObjectReport> {
-  return { ops: [], failed: true, report: { kind: 'document', name: '', status: 'failed', detail: 'not a Kubernetes object', checks: [] } };
+export function notAnObject(value: unknown): ObjectChange<ObjectReport> {
+  const what = Array.isArray(value) ? 'a list' : typeof value === 'string' ? 'a string' : typeof value === 'number' ? 'a number' : typeof value === 'boolean' ? 'a boolean' : 'not a map';
+  return { ops: [], failed: true, report: { kind: 'document', name: '', status: 'failed', detail: `not a Kubernetes object (${what})`, checks: [] } };
 }
 
 function checksOf(result: InjectionResult): Check[] {
@@ -137,7 +138,7 @@ function checksOf(result: InjectionResult): Check[] {
 
 /** What `inject` does to one object. */
 export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectReport> {
-  if (!isObject(object)) return notAnObject();
+  if (!isObject(object)) return notAnObject(object);
   const kind = typeof object['kind'] === 'string' ? object['kind'].toLowerCase() : '';
   const name = objectName(object);
   const report: ObjectReport = { kind, name, status: 'unchanged', checks: [] };

@@ -115,9 +115,17 @@ export function expandInputs(args: readonly string[], cwd: string): string[] {
     for (const name of entries.sort(compareCodeUnits)) {
       const childShown = join(shown, name);
       const childReal = join(real, name);
-      const stat = statInput(childShown, childReal);
-      if (stat.isDirectory()) walk(childShown, childReal);
-      else if (MANIFEST_EXTENSIONS.some((ext) => name.endsWith(ext))) files.push(childShown);
+      const manifest = MANIFEST_EXTENSIONS.some((ext) => name.endsWith(ext));
+      // What is not named as a manifest is only looked at to find directories: one that cannot be (a dangling link,
+      // a special file) is skipped, as kubectl skips it.
+      let stat: Stats | undefined;
+      try {
+        stat = statSync(childReal);
+      } catch (err) {
+        if (manifest) throw pathProblem(childShown, err);
+      }
+      if (stat?.isDirectory()) walk(childShown, childReal);
+      else if (manifest) files.push(childShown);
     }
   };
   for (const arg of args) {
@@ -603,6 +611,17 @@ function nothingIn(group: InputGroup, bytes: number): string {
  * Every document of every input, one at a time, in order: each is parsed only when the previous one has been used.
  * What the user should know about the input (duplicate keys, arguments that held no objects) goes to `warnings`.
  */
+/**
+ * What a text is when it is plainly no manifest: a binary file (a NUL, or UTF-8 it is not) or an HTML or XML page,
+ * which the YAML reader would otherwise report as a syntax error at some line.
+ */
+export function notManifestText(text: string): string | undefined {
+  const head = text.slice(0, 8192);
+  if (head.includes('\u0000') || head.includes('\ufffd')) return 'it looks like a binary file';
+  if (/^\ufeff?\s*<(!doctype\s+html|html[\s>]|\?xml|head[\s>]|body[\s>])/i.test(head)) return 'it looks like an HTML or XML page';
+  return undefined;
+}
+
 export async function* readDocuments(args: readonly string[], io: ReadIo, warnings: string[]): AsyncGenerator<Manifest> {
   const options: ReadOptions = { fast: io.fastReader ?? true };
   const stdin: { text?: string } = {};
@@ -611,6 +630,8 @@ export async function* readDocuments(args: readonly string[], io: ReadIo, warnin
     let bytes = 0;
     for (const file of group.files) {
       const text = await readText(file, io, stdin);
+      const foreign = notManifestText(text);
+      if (foreign) throw new InputError(`${file}: not YAML or JSON: ${foreign}`);
       bytes += Buffer.byteLength(text);
       for (const m of manifestsOf(text, file, warnings, options)) {
         count += 1;
@@ -618,6 +639,19 @@ export async function* readDocuments(args: readonly string[], io: ReadIo, warnin
       }
     }
     if (count === 0) warnings.push(nothingIn(group, bytes));
+  }
+}
+
+/**
+ * Runs `work` on a document, turning a stack overflow into an error that names it: a document the yaml library reads
+ * may still nest deeper than its printer, or the engine, can recurse.
+ */
+export function notTooDeep<T>(m: Pick<Manifest, 'source' | 'line' | 'index'>, work: () => T): T {
+  try {
+    return work();
+  } catch (err) {
+    if (err instanceof RangeError && tooDeep(err.message)) throw new InputError(`${m.source}:${m.line}: document ${m.index}: collections nested too deeply to process`);
+    throw err;
   }
 }
 
@@ -637,11 +671,13 @@ export async function transformInputs<R extends Located>(
   const objects: unknown[] = [];
   const splicer = new Splicer(YAML_OPTIONS, STRING_OPTIONS);
   for await (const m of readDocuments(args, io, outcome.warnings)) {
-    const edits = editsOf(m, change, outcome);
-    if (outcome.failed) continue; // the rest is still checked and reported, but nothing will be written
-    const first = pieces.length === 0;
-    if (format === 'json') objects.push(edits.length > 0 ? editedValue(m, edits, outcome) : m.value);
-    else pieces.push(edits.length > 0 ? editedText(m, edits, outcome, first, splicer) : renderDocument(m, false, first));
+    notTooDeep(m, () => {
+      const edits = editsOf(m, change, outcome);
+      if (outcome.failed) return; // the rest is still checked and reported, but nothing will be written
+      const first = pieces.length === 0;
+      if (format === 'json') objects.push(edits.length > 0 ? editedValue(m, edits, outcome) : m.value);
+      else pieces.push(edits.length > 0 ? editedText(m, edits, outcome, first, splicer) : renderDocument(m, false, first));
+    });
   }
   if (!outcome.failed) outcome.output = format === 'json' ? [renderJson(objects)] : pieces;
   return outcome;

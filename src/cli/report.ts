@@ -47,13 +47,14 @@ function label(r: ObjectReport): string {
   return r.kind ? `${r.kind} ${JSON.stringify(r.name || '(unnamed)')}` : 'document without a kind';
 }
 
-export function renderReport(global: readonly Check[], objects: readonly ObjectReport[], verbose: boolean): string {
+/** `failed` says what could not be done: `not injected` by inject, `could not be uninjected` by uninject. */
+export function renderReport(global: readonly Check[], objects: readonly ObjectReport[], verbose: boolean, failed = STATUS_TEXT.failed): string {
   const lines: string[] = [];
   for (const c of global) lines.push(`${c.mark} ${c.text}`);
   if (global.length > 0) lines.push('');
   for (const r of objects) {
     const at = r.status === 'failed' && r.where ? `${r.where}: ` : '';
-    lines.push(`${at}${label(r)} ${STATUS_TEXT[r.status]}${r.detail ? `: ${r.detail}` : ''}`);
+    lines.push(`${at}${label(r)} ${r.status === 'failed' ? failed : STATUS_TEXT[r.status]}${r.detail ? `: ${r.detail}` : ''}`);
     // Failures are in the header already; passes and failures are listed with --verbose, warnings always.
     for (const c of r.checks) if (verbose || c.mark === WARN) lines.push(`  ${c.mark} ${c.text}`);
   }

@@ -42,7 +42,7 @@ function describe(removed: Removed): string[] {
 }
 
 function uninjectObject(object: unknown, xtablesVolume: string): ObjectChange<ObjectReport> {
-  if (!isObject(object)) return notAnObject();
+  if (!isObject(object)) return notAnObject(object);
   const kind = typeof object['kind'] === 'string' ? object['kind'].toLowerCase() : '';
   const name = objectName(object);
   const { patch, removed } = uninject(object, { volumes: [xtablesVolume] });
@@ -85,7 +85,7 @@ export async function runUninject(argv: readonly string[], io: CliIo = {}): Prom
       uninjectObject(object, xtablesVolume),
     );
     const warnings = outcome.warnings.map((text): Check => ({ mark: WARN, text }));
-    const stderr = renderReport(warnings, outcome.reports, verbose);
+    const stderr = renderReport(warnings, outcome.reports, verbose, 'could not be uninjected');
     if (outcome.failed) return { stdout: '', stderr: `${stderr}\nnothing was written to stdout\n`, code: 1 };
     return outputResult(outcome.output, stderr);
   } catch (err) {

@@ -364,7 +364,10 @@ export function loadValues(yamlText: string): LinkerdValues {
   try {
     doc = parseYaml(yamlText);
   } catch (err) {
-    throw new EngineError('INVALID_VALUES', `Linkerd values are not valid YAML: ${printable((err as Error).message.split('\n')[0] ?? '').replace(/:$/, '')}`);
+    const message = (err as Error).message;
+    // The yaml library's own advice here is to its callers, not to whoever wrote the file.
+    if (message.includes('multiple documents')) throw new EngineError('INVALID_VALUES', 'Linkerd values must be one YAML document; this holds several (separated by ---)');
+    throw new EngineError('INVALID_VALUES', `Linkerd values are not valid YAML: ${printable(message.split('\n')[0] ?? '').replace(/:$/, '')}`);
   }
   const most = Math.max(MIN_EXPANSION_BOUND, 2 * yamlText.length);
   if (expandsBeyond(doc, most)) {
