@@ -71,6 +71,35 @@ export interface Manifest {
   json: boolean;
   /** The layout the source uses, for the nodes the injector adds (read once, from the document as parsed). */
   style: () => ToStringOptions;
+  /** How the source ended its lines and began, which its output keeps (see asRead); absent for LF and no BOM. */
+  asRead?: SourceForm;
+}
+
+/** Line ends and a byte-order mark the source had: read without them, written back with them. */
+export interface SourceForm {
+  crlf: boolean;
+  /** The source began with a UTF-8 byte-order mark, which its first document gets back. */
+  bom: boolean;
+}
+
+/**
+ * A source's text as the readers take it, without a byte-order mark and with LF line ends, and what they were: the
+ * output of its documents gets them back, so that a CRLF file comes back CRLF, every line alike.
+ */
+export function normalizedSource(text: string): { text: string; form: SourceForm | undefined } {
+  const bom = text.charCodeAt(0) === 0xfeff;
+  const rest = bom ? text.slice(1) : text;
+  const crlf = rest.includes('\r\n');
+  if (!bom && !crlf) return { text, form: undefined };
+  return { text: crlf ? rest.replace(/\r\n/g, '\n') : rest, form: { crlf, bom } };
+}
+
+/** A document's output text in the form its source had (see normalizedSource). */
+export function asRead(text: string, m: Pick<Manifest, 'asRead' | 'index'>): string {
+  const form = m.asRead;
+  if (!form) return text;
+  const ends = form.crlf ? text.replace(/\n/g, '\r\n') : text;
+  return form.bom && m.index === 1 ? `\ufeff${ends}` : ends;
 }
 
 /** A document FastReader read: where it is in the whole source text. */
@@ -629,12 +658,14 @@ export async function* readDocuments(args: readonly string[], io: ReadIo, warnin
     let count = 0;
     let bytes = 0;
     for (const file of group.files) {
-      const text = await readText(file, io, stdin);
-      const foreign = notManifestText(text);
+      const raw = await readText(file, io, stdin);
+      const foreign = notManifestText(raw);
       if (foreign) throw new InputError(`${file}: not YAML or JSON: ${foreign}`);
-      bytes += Buffer.byteLength(text);
+      bytes += Buffer.byteLength(raw);
+      const { text, form } = normalizedSource(raw);
       for (const m of manifestsOf(text, file, warnings, options)) {
         count += 1;
+        if (form) m.asRead = form;
         yield m;
       }
     }
@@ -676,7 +707,7 @@ export async function transformInputs<R extends Located>(
       if (outcome.failed) return; // the rest is still checked and reported, but nothing will be written
       const first = pieces.length === 0;
       if (format === 'json') objects.push(edits.length > 0 ? editedValue(m, edits, outcome) : m.value);
-      else pieces.push(edits.length > 0 ? editedText(m, edits, outcome, first, splicer) : renderDocument(m, false, first));
+      else pieces.push(asRead(edits.length > 0 ? editedText(m, edits, outcome, first, splicer) : renderDocument(m, false, first), m));
     });
   }
   if (!outcome.failed) outcome.output = format === 'json' ? [renderJson(objects)] : pieces;
