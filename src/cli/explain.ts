@@ -84,7 +84,7 @@ const REASON_FIX: Partial<Record<SkipReasonCode, string>> = {
   windows_pod: 'Linkerd has no proxy for Windows: leave the pod unmeshed (annotate it linkerd.io/inject: disabled to say so)',
 };
 
-const EXPLAIN_HELP = `Usage: proxy-injector explain [flags] FILE|DIR|- ...
+const EXPLAIN_HELP = `Usage: proxy-injector explain [flags] FILE|DIR|URL|- ...
 
 For each Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job and CronJob in the
 manifests, says what the admission webhook will do when its pods are created: whether they are injected and
@@ -94,8 +94,9 @@ start-up risks, each with its fix. Other objects are not reported; Namespaces in
 annotations and labels of their pods' namespace, and its ResourceQuotas and LimitRanges say whether the
 API server will accept the containers the injector adds.
 
-Inputs, configuration and proxy flags are those of 'proxy-injector inject' (see 'inject --help'); a proxy
-flag acts as the annotation it writes. Also:
+Inputs are files, directories, https:// URLs (fetched within 30 s, up to 64 MiB, following up to 10
+redirects; plain http is refused) or stdin ("-"). Configuration and proxy flags are those of
+'proxy-injector inject' (see 'inject --help'); a proxy flag acts as the annotation it writes. Also:
       --namespace-annotation K=V                an annotation of the pods' namespace (repeatable; wins over a
                                                 Namespace in the input)
       --namespace-label K=V                     a label of the pods' namespace, such as

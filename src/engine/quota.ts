@@ -121,9 +121,10 @@ function limitRangeFault(item: ContainerLimits, requests: ResourceList, limits: 
   return undefined;
 }
 
-const RESOURCES_FIX =
+/** How to give the proxy resources; the init container the pod gets (linkerd-init, or the CNI's validator) takes the same. */
+const resourcesFix = (init: string): string =>
   'config.linkerd.io/proxy-cpu-request, -cpu-limit, -memory-request and -memory-limit on the namespace or the pod, or ' +
-  'proxy.resources in the values; linkerd-init takes the same';
+  `proxy.resources in the values; ${init} takes the same`;
 
 /** A namespace's ResourceQuotas and LimitRanges, as the API serves them. */
 export interface ResourceConstraints {
@@ -228,6 +229,7 @@ export function quotaRisks(spec: PodSpec, resourceQuotas: readonly unknown[], li
   }));
   const isAdded = (c: { name: string }): boolean => INJECTED_CONTAINERS.includes(c.name);
   const added = all.filter(isAdded);
+  const RESOURCES_FIX = resourcesFix(added.find((c) => c.name === 'linkerd-network-validator') ? 'linkerd-network-validator' : 'linkerd-init');
   const stated = (c: { requests: ResourceList; limits: ResourceList }): boolean =>
     QOS_RESOURCES.some((r) => positive(c.requests.get(r) ?? '') || positive(c.limits.get(r) ?? ''));
   const pod: ScopedPod = { spec, bestEffort: !all.some(stated) };

@@ -310,7 +310,9 @@ spec:
     const invalid = await runExplain([...ANCHORS, '-'], { stdin: 'kind: Pod\nmetadata: [\n' });
     expect(invalid.code).toBe(1);
     expect(invalid.stdout).toBe('');
-    expect((await runExplain(['--help'])).stdout).toContain('Usage: proxy-injector explain');
+    const help = (await runExplain(['--help'])).stdout;
+    expect(help).toContain('Usage: proxy-injector explain [flags] FILE|DIR|URL|- ...');
+    expect(help).toContain('https:// URLs');
   });
 
   it('labels a document among 40,000 in one input by its place (counted once per input, not once per document)', async () => {

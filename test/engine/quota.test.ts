@@ -34,6 +34,17 @@ describe('quotaRisks', () => {
     ]);
   });
 
+  it("the fix names the init container the pod gets: linkerd-init, or under the CNI plugin the network validator", () => {
+    const withInit = quotaRisks(injectedPod(), [quota({ 'limits.cpu': '4' })], [])[0]?.fix;
+    expect(withInit).toMatch(/; linkerd-init takes the same\)/);
+    const cni = injectedPod();
+    cni.initContainers = [{ name: 'linkerd-network-validator', image: 'proxy' }];
+    const risk = quotaRisks(cni, [quota({ 'limits.cpu': '4' })], [])[0];
+    expect(risk?.container).toBe('linkerd-network-validator,linkerd-proxy');
+    expect(risk?.fix).toMatch(/; linkerd-network-validator takes the same\)/);
+    expect(risk?.fix).not.toContain('linkerd-init');
+  });
+
   it('`cpu` and `memory` in a quota mean requests; a limit stands as the request the API server defaults from it', () => {
     expect(quotaRisks(injectedPod(), [quota({ cpu: '2' })], [])[0]?.text).toContain('state requests.cpu,');
     expect(quotaRisks(injectedPod({ limits: { cpu: '1', memory: '256Mi' } }), [quota({ cpu: '2', memory: '2Gi', 'limits.cpu': '4' })], [])).toEqual([]);
