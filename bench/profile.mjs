@@ -54,7 +54,7 @@ const KINDS = [
   ['V8 outside any function', (stack) => stack[0].startsWith('(program)')],
   ['request JSON parsing', (stack) => /^(parse |_parse .*secure-json-parse)/.test(stack[0]) || stack.some((f) => /^(parseJson|defaultJsonParser) /.test(f))],
   ['engine (inject)', (stack) => stack.some((f) => /^inject .*\/engine\/inject\.js$/.test(f))],
-  ['patch JSON and base64', (stack) => /^(evaluate|handleAdmission|stringify) /.test(stack[0]) || stack.some((f) => /^(base64OfText|btoa) /.test(f))],
+  ['patch JSON and base64', (stack) => /^(evaluate|handleAdmission|stringify) /.test(stack[0]) || /^base64Slice /.test(stack[0])],
   ['answer cache', (stack) => stack.some((f) => f.includes('/admission/template-answer-lru.js'))],
   // fastify's serialize: builds before 24 November answered through fastify.
   ['response JSON', (stack) => stack.some((f) => /^(answerBody|reviewHeadOf|serializeReview) /.test(f) || /^serialize .*\/fastify\//.test(f))],

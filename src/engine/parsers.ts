@@ -336,8 +336,8 @@ function interpretSuffix(suffix: string): Suffix | undefined {
 }
 
 /**
- * Longer quantity texts are refused unread: no quantity a pod needs is near it, and the digits of a longer one would
- * cost time growing faster than their number (a value of a few MiB took seconds).
+ * Longer quantity texts are refused unread: no quantity a pod needs is near it, and reading the digits of a longer one
+ * takes time growing faster than their number.
  */
 const MAX_QUANTITY_LENGTH = 128;
 

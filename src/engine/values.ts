@@ -9,7 +9,7 @@ import { parseQuantity } from './parsers.js';
 
 /**
  * The YAML parser, loaded when a values document is first read: a server given only trust anchors never needs it, and
- * loading it was a tenth of the time to ready. Node caches the module, so later reads pay nothing.
+ * loading it is a noticeable part of the time to ready. Node caches the module, so later reads pay nothing.
  */
 function parseYaml(text: string): unknown {
   const { parse } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
@@ -377,9 +377,9 @@ export function loadValues(yamlText: string): LinkerdValues {
 }
 
 /**
- * What a values document may expand to through its aliases, at least: Linkerd's own values are some 40 KB, and a
- * ConfigMap holds at most 1 MiB. An alias repeats its anchor wherever it stands, and what the values hold is copied into
- * every pod's patch: 900 aliases to a 1 MiB string made a 900 MB patch.
+ * What a values document may expand to through its aliases, at least: far more than Linkerd's own values, and more than
+ * a ConfigMap holds. An alias repeats its anchor wherever it stands, and what the values hold is copied into every pod's
+ * patch.
  */
 const MIN_EXPANSION_BOUND = 4 * 1024 * 1024;
 

@@ -194,7 +194,7 @@ export async function ensureCertificates(dir: string, dnsNames: string[], logger
   const now = Date.now();
   const notBeforeDate = new Date(now - CLOCK_SKEW_MS);
 
-  // Loaded only to generate: it takes a third of a second, and a provided or reused pair does not need it.
+  // Loaded only to generate: it is slow to load, and a provided or reused pair does not need it.
   const { generate } = await import('selfsigned');
   let ca = reusableCa(dir, logger);
   const caGenerated = ca === undefined;

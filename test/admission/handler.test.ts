@@ -11,7 +11,6 @@ import {
   type AdmissionSources,
   type HandledAdmission,
 } from '../../src/admission/index.js';
-import { base64OfText } from '../../src/admission/handler.js';
 import { admissionReview, decodedPatch } from '../support/admission.js';
 import { applied, names, pod, testConfig } from '../support/engine.js';
 
@@ -342,39 +341,5 @@ describe('boundedWarnings', () => {
     expect(bounded).toHaveLength(11);
     expect(bounded.slice(0, 10).every((w) => w.length === 240 && w.endsWith('...'))).toBe(true);
     expect(bounded[10]).toBe('and 2 more');
-  });
-});
-
-describe('base64OfText', () => {
-  it("is base64 of the text's UTF-8 bytes, for ASCII and for characters of every UTF-8 length", () => {
-    // Around the length past which a text no longer fits the shared buffer (85,333 code units), with characters of
-    // 3 bytes (the most one code unit takes) and 4 (a pair), and lone surrogates (written as U+FFFD, as Buffer.from does).
-    const edge = 256 * 1024;
-    const texts = [
-      '',
-      '[{"op":"add","path":"/a","value":"b"}]',
-      'x'.repeat(10_000),
-      'é',
-      'naïve → 😀',
-      `${'a'.repeat(5000)}ü`,
-      '\u0080\u00ff',
-      '\u{10ffff}',
-      'lone \ud800 and \udfff surrogates',
-      '€'.repeat(Math.floor(edge / 3)),
-      '€'.repeat(Math.floor(edge / 3) + 1),
-      '😀'.repeat(edge / 4),
-      'x'.repeat(edge),
-    ];
-    for (const text of texts) {
-      const got = base64OfText(text);
-      expect(got).toBe(Buffer.from(text, 'utf8').toString('base64'));
-      expect(Buffer.from(got, 'base64').toString('utf8')).toBe(Buffer.from(text, 'utf8').toString('utf8'));
-    }
-  });
-
-  it('encodes only the text given, whatever a longer text left in the buffer before it', () => {
-    expect(base64OfText('y'.repeat(4000))).toBe(Buffer.from('y'.repeat(4000)).toString('base64'));
-    expect(base64OfText('[]')).toBe('W10=');
-    expect(base64OfText('é')).toBe('w6k=');
   });
 });

@@ -276,11 +276,9 @@ function proxySecurityContext(values: LinkerdValues, app: AppContext): JsonObjec
 const END_ENTITY: JsonObject = deepFreeze({ name: END_ENTITY_VOLUME, emptyDir: { medium: 'Memory' } });
 
 /**
- * The volumes the proxy needs. Those that hold an array are built for each patch rather than shared frozen: under
- * Node 24 (the image's), the two frozen arrays that shared parts used to put in every patch (the identity-token
- * volume's sources and the init container's command) made `JSON.stringify` of a whole `distinct` pod's patch about a
- * sixth slower (18.7 against 15.9 µs in process; Node 20 showed no such cost), and that serialisation is the largest
- * part of an uncached answer's own work.
+ * The volumes the proxy needs. Those that hold an array are built for each patch rather than shared frozen: V8
+ * serialises a patch that holds frozen arrays markedly slower, and serialising the patch is the largest part of an
+ * uncached answer's own work (docs/performance.md).
  */
 export const volumes = {
   xtablesLock: (values: LinkerdValues): JsonObject => ({ emptyDir: {}, name: values.proxyInit.xtMountPath.name }),
