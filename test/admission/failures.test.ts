@@ -5,15 +5,15 @@ import { describe, expect, it } from 'vitest';
 import { ADMISSION_FAILURE_CODES, SourceUnavailableError, failureOf } from '../../src/admission/index.js';
 import { EngineError } from '../../src/engine/index.js';
 
-/** The codes in the first column of the README's "Admission failure codes" table, in order. */
+/** The codes in the first column of the "Admission failure codes" table of docs/operations.md, in order. */
 function documentedCodes(): string[] {
-  const readme = readFileSync(resolve(import.meta.dirname, '../../README.md'), 'utf8');
-  const section = readme.split(/^### Admission failure codes$/m)[1]?.split(/^#/m)[0] ?? '';
+  const page = readFileSync(resolve(import.meta.dirname, '../../docs/operations.md'), 'utf8');
+  const section = page.split(/^##+ Admission failure codes$/m)[1]?.split(/^#/m)[0] ?? '';
   return [...section.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1] ?? '');
 }
 
 describe('admission failure codes', () => {
-  it('the README has a row for every code, in the order of the list, and none besides', () => {
+  it('docs/operations.md has a row for every code, in the order of the list, and none besides', () => {
     expect(documentedCodes()).toEqual([...ADMISSION_FAILURE_CODES]);
   });
 
