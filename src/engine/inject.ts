@@ -16,7 +16,7 @@ import {
   WORKLOAD_NS_LABEL,
 } from './names.js';
 import { firstContainer, report, type AnnotationAt, type Origin, type SkipReason } from './decision.js';
-import { covers, emptyMetadata, hasItems, hasKeys, isObject, objectsIn, type Container, type Json, type PodSpec, type PodTemplate, type ServicePort } from './k8s.js';
+import { covers, emptyMetadata, hasItems, hasKeys, isObject, objectsIn, type Container, type EnvVar, type Json, type PodSpec, type PodTemplate, type ServicePort } from './k8s.js';
 import { applyOverrides, inheritedNamespaceAnnotations } from './overrides.js';
 import type { KubernetesVersion } from './kubernetes-version.js';
 import { add, addMapEntries, opaquePortsAnnotationPatch, type AddOperation } from './patch.js';
@@ -170,44 +170,19 @@ export function podPatch(input: PodPatchInput): PodPatch {
   if (!prepared) checkValues(input.values);
   const metadata = isObject(template.metadata) ? template.metadata : undefined;
   const own = input.annotations ?? templateAnnotations(metadata?.annotations);
-  const ownAnnotations = own.all;
-  const ownLabels = stringMap(metadata?.labels);
   const spec = specOf(template);
-  const inits = Array.isArray(spec.initContainers) ? spec.initContainers : undefined;
-  const apps = Array.isArray(spec.containers) ? spec.containers : undefined;
-
-  const labels: Record<string, string> = { [CONTROL_PLANE_NS_LABEL]: cp };
-  const labelled = input.origin === 'cli' ? LABELLED_CLI_KINDS : LABELLED_OWNER_KINDS;
-  if (input.owner && labelled.has(input.owner.kind)) {
-    labels[`${PROXY_LABEL_PREFIX}${input.owner.kind}`] = input.owner.name;
-  }
-  labels[WORKLOAD_NS_LABEL] = input.workloadNamespace;
-
-  const overrideAnnotations = input.origin === 'cli' ? ownAnnotations : overridable(own.proxy, input.pendingAnnotations);
+  const labels = podLabels(input);
   const names = namedPorts(spec);
+  const ownLabels = stringMap(metadata?.labels);
   const overridden = applyOverrides({
     values: input.values,
-    annotations: overrideAnnotations,
+    annotations: input.origin === 'cli' ? own.all : overridable(own.proxy, input.pendingAnnotations),
     labels: () => ({ ...ownLabels, ...labels }),
     namedPorts: names,
     namespaceAdditionalEnv: input.namespaceAnnotations?.[ANNOTATIONS.proxyAdditionalEnv],
   });
   const values = overridden.values;
-  const proxy = values.proxy;
-  const app = appContext(firstContainer(spec));
-
-  // Copied and set key by key: a spread with computed keys was a third of this function's own time.
-  const annotations: Record<string, string> = {};
-  for (const key in input.pendingAnnotations) annotations[key] = input.pendingAnnotations[key] as string;
-  annotations[PROXY_VERSION_ANNOTATION] = proxy.image.version || values.linkerdVersion;
-  annotations[TRUST_ROOT_SHA256_ANNOTATION] =
-    prepared?.trustRootPEM === values.identityTrustAnchorsPEM ? prepared.trustRootSha256 : trustRootSha256(values.identityTrustAnchorsPEM);
-
-  // A proxy placed first for its await hook would become kubectl's default container: the app's first one stays so.
-  if (input.kubectlDefaultContainer && !proxy.nativeSidecar && proxy.await && ownAnnotations[KUBECTL_DEFAULT_CONTAINER_ANNOTATION] === undefined) {
-    const first = firstContainer(spec)?.name;
-    if (typeof first === 'string' && first !== '') annotations[KUBECTL_DEFAULT_CONTAINER_ANNOTATION] = first;
-  }
+  const annotations = podAnnotations(input, values, prepared, own.all, spec);
 
   const ops: AddOperation[] = [];
   // Each list or map is added first when absent or empty, as Linkerd decides by length: the pod is the same either way.
@@ -215,17 +190,79 @@ export function podPatch(input: PodPatchInput): PodPatch {
   if (rootMetadata) ops.push(add(`${P}/metadata`, {}));
   addMapEntries(`${P}/metadata/annotations`, annotations, !rootMetadata && hasKeys(metadata?.annotations), ops);
   addMapEntries(`${P}/metadata/labels`, labels, !rootMetadata && hasKeys(metadata?.labels), ops);
-
   if (!isObject(template.spec)) ops.push(add(`${P}/spec`, {}));
   if (!hasItems(spec.volumes)) ops.push(add(`${P}/spec/volumes`, []));
-  if (!hasItems(inits)) ops.push(add(`${P}/spec/initContainers`, []));
-  if (!apps) ops.push(add(`${P}/spec/containers`, []));
+  if (!hasItems(spec.initContainers)) ops.push(add(`${P}/spec/initContainers`, []));
+  if (!Array.isArray(spec.containers)) ops.push(add(`${P}/spec/containers`, []));
 
+  const added: Added = { annotations, labels, initContainers: [], containers: [], volumes: [] };
+  const env = proxyEnv({
+    values,
+    controlPlaneNamespace: cp,
+    inboundPorts: inboundPorts(spec),
+    isIngress: overridden.isIngress,
+    isGateway: overridden.isGateway,
+    prepared: prepared?.env,
+  });
+  const { placement, takenVolumes } = addContainers(ops, added, { prefix: P, spec, values, debugSidecar: overridden.debugSidecar, env });
+  const risks = podRisks(input, { spec, values, names, ownAnnotations: own.all }, ops, added, takenVolumes);
+  return {
+    patch: ops,
+    added,
+    mode: { nativeSidecar: values.proxy.nativeSidecar, await: values.proxy.await, cni: values.cniEnabled, placement },
+    warnings: overridden.warnings,
+    risks,
+  };
+}
+
+/** The labels the injector gives the pod: the control plane's namespace, its workload and the workload's namespace. */
+function podLabels(input: PodPatchInput): Record<string, string> {
+  const labels: Record<string, string> = { [CONTROL_PLANE_NS_LABEL]: input.controlPlaneNamespace };
+  const labelled = input.origin === 'cli' ? LABELLED_CLI_KINDS : LABELLED_OWNER_KINDS;
+  if (input.owner && labelled.has(input.owner.kind)) labels[`${PROXY_LABEL_PREFIX}${input.owner.kind}`] = input.owner.name;
+  labels[WORKLOAD_NS_LABEL] = input.workloadNamespace;
+  return labels;
+}
+
+/** The annotations the injector gives the pod: those pending, the proxy's version and the trust roots' hash. */
+function podAnnotations(
+  input: PodPatchInput,
+  values: LinkerdValues,
+  prepared: PreparedConfig | undefined,
+  ownAnnotations: Readonly<Record<string, string>>,
+  spec: PodSpec,
+): Record<string, string> {
+  const proxy = values.proxy;
+  const annotations: Record<string, string> = {
+    ...input.pendingAnnotations,
+    [PROXY_VERSION_ANNOTATION]: proxy.image.version || values.linkerdVersion,
+    [TRUST_ROOT_SHA256_ANNOTATION]:
+      prepared?.trustRootPEM === values.identityTrustAnchorsPEM ? prepared.trustRootSha256 : trustRootSha256(values.identityTrustAnchorsPEM),
+  };
+  // A proxy placed first for its await hook would become kubectl's default container: the app's first one stays so.
+  if (input.kubectlDefaultContainer && !proxy.nativeSidecar && proxy.await && ownAnnotations[KUBECTL_DEFAULT_CONTAINER_ANNOTATION] === undefined) {
+    const first = firstContainer(spec)?.name;
+    if (typeof first === 'string' && first !== '') annotations[KUBECTL_DEFAULT_CONTAINER_ANNOTATION] = first;
+  }
+  return annotations;
+}
+
+/**
+ * Adds the volumes and containers: linkerd-init (or the CNI's validator), the debug sidecar when asked for, and the
+ * proxy where its mode puts it. Says where the proxy went, and which volumes the pod already has under another form.
+ */
+function addContainers(
+  ops: AddOperation[],
+  added: Added,
+  pod: { prefix: string; spec: PodSpec; values: LinkerdValues; debugSidecar: boolean; env: EnvVar[] },
+): { placement: string; takenVolumes: string[] } {
+  const { prefix: P, spec, values } = pod;
+  const proxy = values.proxy;
+  const app = appContext(firstContainer(spec));
   const native = proxy.nativeSidecar;
   // Native sidecars go first (linkerd-init, then the proxy); otherwise linkerd-init runs after the user's inits.
   let initIndex = native ? 0 : -1;
   const initPath = (): string => (initIndex < 0 ? `${P}/spec/initContainers/-` : `${P}/spec/initContainers/${initIndex++}`);
-  const added: Added = { annotations, labels, initContainers: [], containers: [], volumes: [] };
   const podVolumes = objectsIn<Record<string, Json>>(spec.volumes);
   const takenVolumes: string[] = [];
   const addVolume = (volume: { name: string } & Record<string, Json>): void => {
@@ -246,7 +283,7 @@ export function podPatch(input: PodPatchInput): PodPatch {
     ops.push(add(initPath(), validatorContainer(values)));
     added.initContainers.push('linkerd-network-validator');
   }
-  if (overridden.debugSidecar) {
+  if (pod.debugSidecar) {
     ops.push(add(`${P}/spec/containers/-`, debugContainer(values)));
     added.containers.push('linkerd-debug');
   }
@@ -254,31 +291,36 @@ export function podPatch(input: PodPatchInput): PodPatch {
   if (proxy.tracing?.enabled) addVolume(volumes.podinfo() as { name: string });
   if (values.identity.serviceAccountTokenProjection) addVolume(volumes.identityToken() as { name: string });
 
-  const env = proxyEnv({
-    values,
-    controlPlaneNamespace: cp,
-    inboundPorts: inboundPorts(spec),
-    isIngress: overridden.isIngress,
-    isGateway: overridden.isGateway,
-    prepared: prepared?.env,
-  });
-  const container = proxyContainer({ values, env, app });
-  let placement: string;
+  const container = proxyContainer({ values, env: pod.env, app });
   if (native) {
     // Right after linkerd-init (or the validator), before any init container of the user's.
-    placement = `initContainers[${initIndex}]`;
     ops.push(add(`${P}/spec/initContainers/${initIndex}`, container));
     added.initContainers.push('linkerd-proxy');
-  } else if (proxy.await) {
-    placement = 'containers[0]';
+    return { placement: `initContainers[${initIndex}]`, takenVolumes };
+  }
+  if (proxy.await) {
     ops.push(add(`${P}/spec/containers/0`, container));
     added.containers.unshift('linkerd-proxy');
-  } else {
-    placement = 'containers[-1]';
-    ops.push(add(`${P}/spec/containers/-`, container));
-    added.containers.push('linkerd-proxy');
+    return { placement: 'containers[0]', takenVolumes };
   }
-  const explicitOpaquePorts = ownAnnotations[ANNOTATIONS.opaquePorts] ?? input.namespaceAnnotations?.[ANNOTATIONS.opaquePorts];
+  ops.push(add(`${P}/spec/containers/-`, container));
+  added.containers.push('linkerd-proxy');
+  return { placement: 'containers[-1]', takenVolumes };
+}
+
+/**
+ * What may go wrong when the injected pod starts: first what the API server itself refuses (a quota or limit range, a
+ * name the pod already uses), then the start-up risks.
+ */
+function podRisks(
+  input: PodPatchInput,
+  pod: { spec: PodSpec; values: LinkerdValues; names: ReadonlyMap<string, number>; ownAnnotations: Readonly<Record<string, string>> },
+  ops: readonly AddOperation[],
+  added: Added,
+  takenVolumes: string[],
+): StartupRisk[] {
+  const { spec, values } = pod;
+  const P = input.prefix;
   // The containers the patch adds (the values of its other operations are volumes, annotations and empty lists).
   const addsContainer = (op: AddOperation): boolean => op.path.startsWith(`${P}/spec/initContainers/`) || op.path.startsWith(`${P}/spec/containers/`);
   const addedContainers = (): Container[] => objectsIn<Container>(ops.filter(addsContainer).map((op) => op.value));
@@ -287,29 +329,21 @@ export function podPatch(input: PodPatchInput): PodPatch {
     spec,
     values,
     workloadKind: input.owner?.kind ?? 'pod',
-    namedPorts: names,
-    explicitOpaquePorts,
+    namedPorts: pod.names,
+    explicitOpaquePorts: pod.ownAnnotations[ANNOTATIONS.opaquePorts] ?? input.namespaceAnnotations?.[ANNOTATIONS.opaquePorts],
     podSecurityEnforce,
     injectedContainers: podSecurityEnforce === 'restricted' ? addedContainers() : undefined,
     kubernetesVersion: input.kubernetesVersion,
   });
   risks.unshift(...takenNameRisks(spec, added, takenVolumes));
-  // The refusals by a quota or limit range come first, as the API server's own refusals of the pod.
   const constraints = input.resourceConstraints;
   if (constraints && (constraints.resourceQuotas.length > 0 || constraints.limitRanges.length > 0)) {
     // The pod as the API server will hold it, as far as quotas read it: its own containers and the ones the patch adds.
-    const injected: PodSpec = { ...spec, containers: [...objectsIn<Container>(apps), ...addedContainers()] };
+    const injected: PodSpec = { ...spec, containers: [...objectsIn<Container>(spec.containers), ...addedContainers()] };
     risks.unshift(...quotaRisks(injected, constraints.resourceQuotas, constraints.limitRanges, input.kubernetesVersion));
   }
-  return {
-    patch: ops,
-    added,
-    mode: { nativeSidecar: native, await: proxy.await, cni: values.cniEnabled, placement },
-    warnings: overridden.warnings,
-    risks,
-  };
+  return risks;
 }
-
 export interface InjectorConfig {
   /** Linkerd values with the trust anchors in place. */
   values: LinkerdValues;
