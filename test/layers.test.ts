@@ -1,6 +1,7 @@
 /**
  * The source folders are layers, and imports only point one way: the front ends (cli, server, cluster) use admission,
- * admission uses the engine, and the engine and tls use nothing of the project. An import into another folder goes
+ * admission uses the engine, the CLI reads and writes manifests through the manifests layer (which uses only the
+ * engine's patch types), tls uses only the engine's text helpers, and the engine uses nothing of the project. An import into another folder goes
  * through that folder's index.ts, so what a folder offers the others is written down in one place.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -12,11 +13,12 @@ const SRC = resolve(import.meta.dirname, '../src');
 /** What each folder may import from the others (its own files are always allowed). */
 const ALLOWED: Record<string, readonly string[]> = {
   engine: [],
-  tls: [],
+  tls: ['engine'],
   admission: ['engine'],
   server: ['admission', 'engine', 'tls'],
   cluster: ['admission', 'engine'],
-  cli: ['server', 'cluster', 'admission', 'engine', 'tls'],
+  manifests: ['engine'],
+  cli: ['server', 'cluster', 'manifests', 'admission', 'engine', 'tls'],
 };
 
 function sourceFiles(dir: string): string[] {

@@ -1,24 +1,9 @@
 /** What the manifest commands share: how they are given stdin and a directory, and how they report failure. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError } from './inject-flags.js';
-import type { OutputFormat } from './manifests.js';
+import type { OutputFormat } from '../manifests/index.js';
 import type { UrlOptions } from './remote-inputs.js';
 
-/** What a failed stat, readdir, read or mkdir says about a path, in words, by its code. */
-const PATH_PROBLEMS: Record<string, string> = {
-  ENOENT: 'no such file or directory',
-  ELOOP: 'a loop of symbolic links',
-  EACCES: 'permission denied',
-  ENOTDIR: 'not a directory',
-  EISDIR: 'is a directory',
-  ENAMETOOLONG: 'the name is too long',
-};
-
-/** A failed file-system call's error in words, or its own message for the rarer codes. */
-export function pathProblemText(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException).code;
-  return (code !== undefined && PATH_PROBLEMS[code]) || (err as Error).message;
-}
 
 /** Where a command reads stdin and resolves relative paths; the CLI passes the process's, tests pass their own. */
 export interface CliIo {

@@ -30,9 +30,8 @@ import {
 import { failure, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { UsageError, annotationsFor, flagAnnotations, parseManifestArgs, podSecurityFlags, type FlagAnnotations, type ParsedOptions } from './inject-flags.js';
 import { annotationOps, configure, EMBEDDED_DEFAULTS_NOTE, type Configured } from './inject.js';
-import { InputError, listItems, readDocuments } from './manifests.js';
+import { applyToValue, InputError, listItems, readDocuments } from '../manifests/index.js';
 import { inputReader } from './remote-inputs.js';
-import { applyToValue } from './yaml-patch.js';
 
 const { ANNOTATIONS, DEBUG_CONTAINER, INIT_CONTAINER, INJECT_ANNOTATION, INJECT_INGRESS, PROXY_CONTAINER, VALIDATOR_CONTAINER } = names;
 

@@ -46,11 +46,10 @@ import {
   type CliIo,
   type CliResult,
 } from './command-io.js';
-import { InputError, transformInputs, type ObjectChange, type OutputFormat } from './manifests.js';
+import { applyToValue, InputError, transformInputs, type ObjectChange, type OutputFormat, type PatchOp } from '../manifests/index.js';
 import { packageRoot } from './package-info.js';
 import { inputReader } from './remote-inputs.js';
 import { CHECKS, FAIL, OK, WARN, renderReport, type Check, type ObjectReport } from './report.js';
-import { applyToValue, type PatchOp } from './yaml-patch.js';
 
 const { ANNOTATIONS, INJECT_ANNOTATION, INJECT_DISABLED, INJECT_ENABLED, INJECT_INGRESS } = names;
 

@@ -4,7 +4,7 @@
  */
 import { get } from 'node:https';
 import { stdinReader, type CliIo } from './command-io.js';
-import { InputError, type ReadIo } from './manifests.js';
+import { InputError, type ReadIo } from '../manifests/index.js';
 
 /**
  * The most a URL may return, and the longest it may take, redirects included: a slow or endless server must not hang

@@ -4,7 +4,8 @@ import type { LevelWithSilent } from 'pino';
 import { connectToCluster, createContext, type EventPolicy } from '../cluster/index.js';
 import { parseGoDuration } from '../engine/index.js';
 import { createLogger, InjectorMetrics, ListenError, LOG_LEVELS, parseListenAddress, startServer, type LogFormat, type RunningServer, type ServerLimits } from '../server/index.js';
-import { parseCommandArgs, pathProblemText } from './command-io.js';
+import { pathProblemText } from '../manifests/index.js';
+import { parseCommandArgs } from './command-io.js';
 import { UsageError, listFlag, podSecurityFlags } from './inject-flags.js';
 
 /** How long a stopped server waits for its last log lines to be written before it exits regardless. */

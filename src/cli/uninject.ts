@@ -3,7 +3,7 @@ import { defaultValues, isEngineError, isObject, objectName, uninject, type Remo
 import { UsageError } from './inject-flags.js';
 import { notAnObject, valuesFile } from './inject.js';
 import { failure, outputFormat, outputResult, parseCommandArgs, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
-import { InputError, transformInputs, type ObjectChange, type OutputFormat } from './manifests.js';
+import { InputError, transformInputs, type ObjectChange, type OutputFormat } from '../manifests/index.js';
 import { inputReader } from './remote-inputs.js';
 import { OK, WARN, renderReport, type Check, type ObjectReport } from './report.js';
 

@@ -17,7 +17,7 @@ export type { AnnotationAt, Origin, SkipReason, SkipReasonCode } from './decisio
 export { EngineError, isEngineError } from './errors.js';
 export type { EngineErrorCode } from './errors.js';
 export { DEFAULT_LINKERD_VERSION, defaultValues, loadValues, mergeValues, withTrustAnchors } from './values.js';
-export { checkTrustAnchors, lineAt, withCheckedTrustAnchors } from './trust-anchors.js';
+export { checkTrustAnchors, withCheckedTrustAnchors } from './trust-anchors.js';
 export type { LinkerdValues } from './values.js';
 export { iptablesPlan } from './iptables.js';
 export type { IptablesPlan } from './iptables.js';
@@ -30,7 +30,8 @@ export * as names from './names.js';
 export { copyPlain, isObject, objectsIn, selects, setOwn } from './k8s.js';
 export type { Container, Json, LabelSelector, PodSpec } from './k8s.js';
 export { isWorkloadKind, mapValue, objectName, stringMap, templateAnnotationsPath } from './workload.js';
-export { addMapEntries, compareCodeUnits } from './patch.js';
+export { addMapEntries } from './patch.js';
+export { compareCodeUnits, lineAt, oneLine } from './text.js';
 export { parseGoDuration } from './parsers.js';
 export { INBOUND_POLICIES, OVERRIDE_RULES, overrideRule, refusal } from './override-rules.js';
 export type { OverrideRule, ParseContext, Parsed } from './override-rules.js';

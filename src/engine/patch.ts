@@ -22,9 +22,6 @@ const escapedKey = memoizeText(escapePointer);
 
 export const add = (path: string, value: Json): AddOperation => ({ op: 'add', path, value });
 
-/** Orders strings by UTF-16 code unit, which for the ASCII keys Kubernetes allows is Go's byte order (not the locale's). */
-export const compareCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
 /** Keys in Linkerd's byte order. */
 export function sortedKeys(map: Record<string, string>): string[] {
   return sortDistinct(Object.keys(map));

@@ -6,19 +6,13 @@
 import { X509Certificate } from 'node:crypto';
 import { EngineError } from './errors.js';
 import { withTrustAnchors, type LinkerdValues } from './values.js';
+import { lineAt } from './text.js';
 
 const BEGIN = /-----BEGIN ([A-Z0-9 ]{1,64})-----/g;
 const PRIVATE_KEY = /-----BEGIN [A-Z0-9 ]{0,64}PRIVATE KEY-----/;
 const WHITESPACE = /^\s*$/;
 /** What a certificate block's body may hold: base64 and line breaks (certificates carry no PEM headers). */
 const BASE64_BODY = /^[A-Za-z0-9+/=\s]+$/;
-
-/** The line (1-based) where `offset` falls in `text`, to say where something is without echoing it. */
-export function lineAt(text: string, offset: number): number {
-  let line = 1;
-  for (let i = text.indexOf('\n'); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) line++;
-  return line;
-}
 
 /**
  * Throws `EngineError('INVALID_CONFIGURATION')` with a one-line message that starts with `source` when `pem` is not a

@@ -21,7 +21,7 @@ import {
   type ToStringOptions,
 } from 'yaml';
 import { compareCodeUnits } from '../engine/index.js';
-import { pathProblemText } from './command-io.js';
+import { pathProblemText } from './paths.js';
 import { Declined, FastReader, type FastBlock, type FastDocument } from './fast-yaml.js';
 import { applyToValue, documentPatcher, sameValue, type PatchOp } from './yaml-patch.js';
 import { Splicer, type Edit } from './yaml-splice.js';

@@ -16,8 +16,7 @@ import {
   type HandledAdmission,
   type ParsedReview,
 } from '../admission/index.js';
-import { lineAt, objectName } from '../engine/index.js';
-import { oneLine } from '../tls/index.js';
+import { lineAt, objectName, oneLine } from '../engine/index.js';
 import { applyConnectionCaps, fastifyOptions, nodeServerOptions, TEXT, type ConnectionLimits } from './http.js';
 import type { InjectorMetrics, RefusalReason } from './metrics.js';
 

@@ -7,7 +7,8 @@ import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import { mkdir, open, rename, unlink } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { CA_CERT_FILE, CA_KEY_FILE, CERT_FILE, KEY_FILE, TlsError, oneLine, parseValidTo, type KeyPair, type TlsLogger } from './key-pair.js';
+import { CA_CERT_FILE, CA_KEY_FILE, CERT_FILE, KEY_FILE, TlsError, parseValidTo, type KeyPair, type TlsLogger } from './key-pair.js';
+import { oneLine } from '../engine/index.js';
 
 export interface GeneratedCertificates {
   /** Path of ca.crt. When generated is false this file may not exist (the pair was provisioned by someone else). */

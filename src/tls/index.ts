@@ -7,7 +7,6 @@ export {
   TlsError,
   isTlsError,
   loadKeyPair,
-  oneLine,
   validateKeyPair,
   type KeyPair,
   type TlsErrorCode,

@@ -4,6 +4,7 @@ import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createSecureContext } from 'node:tls';
+import { oneLine } from '../engine/index.js';
 
 /** Minimal pino-compatible logger so this module does not depend on the logger's construction. */
 export interface TlsLogger {
@@ -49,12 +50,6 @@ export const CA_KEY_FILE = 'ca.key';
 
 /** kubelet's atomic-writer swaps this symlink to publish a new Secret version. */
 export const KUBELET_DATA_LINK = '..data';
-
-/** An error's text on one line (OpenSSL's, and parsers', can span several): log readers and HTTP reasons need one. */
-export function oneLine(err: unknown): string {
-  const text = err instanceof Error ? err.message : String(err);
-  return text.replace(/\s+/g, ' ').trim();
-}
 
 function errnoCode(err: unknown): string | undefined {
   return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string' ? err.code : undefined;

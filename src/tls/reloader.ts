@@ -9,13 +9,13 @@ import {
   KEY_FILE,
   KUBELET_DATA_LINK,
   isTlsError,
-  oneLine,
   readFailure,
   validateKeyPair,
   type KeyPair,
   type TlsLogger,
   type ValidatedKeyPair,
 } from './key-pair.js';
+import { oneLine } from '../engine/index.js';
 
 export interface ReloaderOptions {
   dir: string;

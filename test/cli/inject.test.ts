@@ -6,7 +6,7 @@ import { parseAllDocuments } from 'yaml';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { INJECT_HELP, PROXY_FLAGS } from '../../src/cli/inject-flags.js';
 import { EMBEDDED_DEFAULTS_NOTE, runInject } from '../../src/cli/inject.js';
-import { YAML_OPTIONS } from '../../src/cli/manifests.js';
+import { YAML_OPTIONS } from '../../src/manifests/documents.js';
 import { OTHER_TRUST_ANCHOR, TRUST_ANCHORS } from '../support/engine.js';
 import { INVALID_BUNDLES, privateKeys } from '../support/trust-anchors.js';
 

@@ -12,7 +12,7 @@
 import { Document } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { runInject } from '../../src/cli/inject.js';
-import { YAML_OPTIONS } from '../../src/cli/manifests.js';
+import { YAML_OPTIONS } from '../../src/manifests/documents.js';
 import { runUninject } from '../../src/cli/uninject.js';
 import { seededRandom } from '../support/random.js';
 

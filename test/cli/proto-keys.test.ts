@@ -9,7 +9,7 @@ import { parseAllDocuments } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runExplain, type Explanation } from '../../src/cli/explain.js';
 import { runInject } from '../../src/cli/inject.js';
-import { YAML_OPTIONS } from '../../src/cli/manifests.js';
+import { YAML_OPTIONS } from '../../src/manifests/documents.js';
 import { copyPlain, inject } from '../../src/engine/index.js';
 import { applied, testConfig } from '../support/engine.js';
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { inject, uninject } from '../../src/engine/index.js';
 import { runUninject } from '../../src/cli/uninject.js';
-import { applyToValue } from '../../src/cli/yaml-patch.js';
+import { applyToValue } from '../../src/manifests/yaml-patch.js';
 import { applied, testConfig } from '../support/engine.js';
 
 type Obj = Record<string, any>;

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { runInject } from '../../src/cli/inject.js';
-import { YAML_OPTIONS } from '../../src/cli/manifests.js';
+import { YAML_OPTIONS } from '../../src/manifests/documents.js';
 import { defaultValues, inject, withTrustAnchors, type InjectorConfig } from '../../src/engine/index.js';
 import { applied } from '../support/engine.js';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { runInject } from '../../src/cli/inject.js';
-import { YAML_OPTIONS } from '../../src/cli/manifests.js';
+import { YAML_OPTIONS } from '../../src/manifests/documents.js';
 import { runUninject } from '../../src/cli/uninject.js';
 
 const ANCHORS = ['--trust-anchors', 'test/fixtures/cli/trust-anchors.pem'];

@@ -4,8 +4,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { Composer, Parser } from 'yaml';
-import { FastReader, type FastDocument } from '../../src/cli/fast-yaml.js';
-import { YAML_OPTIONS, documentStarts } from '../../src/cli/manifests.js';
+import { FastReader, type FastDocument } from '../../src/manifests/fast-yaml.js';
+import { YAML_OPTIONS, documentStarts } from '../../src/manifests/documents.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const fixtures = resolve(process.env['LINKERD_FIXTURES'] ?? join(here, '..', '..', '..', 'shared', 'linkerd2'));

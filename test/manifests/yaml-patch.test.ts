@@ -1,7 +1,7 @@
 import { parseDocument } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { YAML_OPTIONS } from '../../src/cli/manifests.js';
-import { applyToValue, documentPatcher, parsePointer, sameValue, type PatchOp } from '../../src/cli/yaml-patch.js';
+import { YAML_OPTIONS } from '../../src/manifests/documents.js';
+import { applyToValue, documentPatcher, parsePointer, sameValue, type PatchOp } from '../../src/manifests/yaml-patch.js';
 
 const doc = (text: string) => parseDocument(text, YAML_OPTIONS);
 const print = (d: ReturnType<typeof doc>): string => d.toString({ lineWidth: 0, indentSeq: false });

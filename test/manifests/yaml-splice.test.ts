@@ -7,12 +7,12 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseDocument } from 'yaml';
-import { Declined, FastReader } from '../../src/cli/fast-yaml.js';
+import { Declined, FastReader } from '../../src/manifests/fast-yaml.js';
 import { runInject, type CliResult } from '../../src/cli/inject.js';
-import { YAML_OPTIONS } from '../../src/cli/manifests.js';
+import { YAML_OPTIONS } from '../../src/manifests/documents.js';
 import { runUninject } from '../../src/cli/uninject.js';
-import { applyToValue, documentPatcher, type PatchOp } from '../../src/cli/yaml-patch.js';
-import { Splicer } from '../../src/cli/yaml-splice.js';
+import { applyToValue, documentPatcher, type PatchOp } from '../../src/manifests/yaml-patch.js';
+import { Splicer } from '../../src/manifests/yaml-splice.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const fixtures = resolve(process.env['LINKERD_FIXTURES'] ?? join(here, '..', '..', '..', 'shared', 'linkerd2'));

@@ -1,6 +1,6 @@
 /** The proxy container's environment, in the exact order Linkerd renders it. */
 import { copyPlain, pushAll, type EnvVar } from '../k8s.js';
-import { compareCodeUnits } from '../patch.js';
+import { compareCodeUnits } from '../text.js';
 import { deepFreeze } from '../memo.js';
 import type { LinkerdValues, ProxyParams } from '../values.js';
 
