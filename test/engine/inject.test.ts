@@ -14,7 +14,7 @@ import {
 import { templateAnnotations } from '../../src/engine/inject.js';
 import { PROXY_ALPHA_ANNOTATIONS, PROXY_ANNOTATIONS } from '../../src/engine/names.js';
 import { seededRandom } from '../support/random.js';
-import { applyToValue } from '../../src/cli/yaml-patch.js';
+import { applyToValue } from '../../src/manifests/yaml-patch.js';
 import { applied, names, pod, testConfig, testValues, TRUST_ANCHORS } from '../support/engine.js';
 
 type Obj = Record<string, any>;
