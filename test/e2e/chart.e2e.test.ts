@@ -185,7 +185,7 @@ describe('the Helm chart in a real cluster', () => {
     const manifest = helm(['get', 'manifest', RELEASE, '--namespace', RELEASE_NS], kubeconfigOpt());
     const installed = (loadAllYaml(manifest) as KubernetesObject[]).filter(Boolean).map(nameOf);
     expect(installed.map((o) => o.kind).sort()).toEqual(
-      ['ClusterRole', 'ClusterRoleBinding', 'Deployment', 'MutatingWebhookConfiguration', 'Role', 'RoleBinding', 'Secret', 'Secret', 'Service', 'ServiceAccount'].sort(),
+      ['ClusterRole', 'ClusterRoleBinding', 'Deployment', 'MutatingWebhookConfiguration', 'NetworkPolicy', 'Role', 'RoleBinding', 'Secret', 'Secret', 'Service', 'ServiceAccount'].sort(),
     );
     const linkerd = linkerdInjectorObjects('linkerd', '', '').map(nameOf);
     // Installed into Linkerd's own namespace (which mounts its ConfigMaps) as well as into a namespace of its own.

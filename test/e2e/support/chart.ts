@@ -36,7 +36,8 @@ export function helm(args: string[], options: { kubeconfig?: string; values?: un
   const dir = mkdtempSync(join(tmpdir(), 'helm-values-'));
   try {
     // No image is published, and the chart refuses to render without one: the suites' pods never start anyway.
-    const all = [...args, '--set', `image.repository=${E2E_IMAGE_REPOSITORY}`];
+    const renders = ['install', 'upgrade', 'template'].includes(args[0] ?? '');
+    const all = renders ? [...args, '--set', `image.repository=${E2E_IMAGE_REPOSITORY}`] : [...args];
     if (options.values !== undefined) {
       writeFileSync(join(dir, 'values.json'), JSON.stringify(options.values));
       all.push('-f', join(dir, 'values.json'));
