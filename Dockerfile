@@ -1,6 +1,6 @@
 # Two stages: build with the dev dependencies, run with only the production ones, as a non-root user, on Node 24
 # (long-term support, in maintenance until 30 April 2028). Node 26, LTS since October 2026, was measured against it:
-# no nearer the transport's floor and about 6 MiB more resident (docs/performance.md, "Other Nodes and other days").
+# no nearer the transport's floor and about 6 MiB more resident (docs/performance.md, "Settings the image uses").
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -11,8 +11,8 @@ RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production
-# A small young generation and a bounded old one: in a cluster about 80 MiB resident idle and 104 MiB under sustained
-# load (see README, "Performance and resources").
+# A small young generation and a bounded old one: in a cluster about 90 MiB resident idle and 115 MiB under sustained
+# load (docs/performance.md, "Settings the image uses").
 ENV NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=128"
 WORKDIR /app
 COPY --from=build /app/package.json ./
@@ -21,8 +21,8 @@ COPY --from=build /app/dist ./dist
 COPY examples ./examples
 # The base image's "node" user, by number, so that runAsNonRoot can be verified without a runAsUser.
 USER 1000:1000
-# V8's code for every module, compiled here once and read at each start instead of compiled again: under Node 24,
-# `serve --no-cluster` listens 238 ms after spawn instead of 274 (median of 7). Node keeps the cache per user and
+# V8's code for every module, compiled here once and read at each start instead of compiled again, so that the server
+# listens sooner after it starts (docs/performance.md). Node keeps the cache per user and
 # checks it against the files and the flags, so it is made by the user and with the NODE_OPTIONS that run the server,
 # in that user's home; a read-only root filesystem reads it and writes nothing.
 ENV NODE_COMPILE_CACHE=/home/node/.cache/node-compile-cache

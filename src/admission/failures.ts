@@ -1,6 +1,6 @@
 /**
  * Why an admission could not be evaluated. Operators see each code as the `code` label of
- * `proxy_inject_admission_failures_total` and the `code` field of the log line; the README says what to do about each.
+ * `proxy_inject_admission_failures_total` and the `code` field of the log line; docs/operations.md says what to do about each.
  */
 import { isEngineError, type EngineErrorCode } from '../engine/index.js';
 
@@ -17,7 +17,7 @@ export type AdmissionFailureCode =
   /** Anything else thrown while handling a valid request: a defect in the injector. */
   | 'HANDLER_ERROR';
 
-/** Every code, in the order the README's table lists them (checked by a test). */
+/** Every code, in the order docs/operations.md lists them (checked by a test). */
 export const ADMISSION_FAILURE_CODES = [
   'CONFIG_NOT_LOADED',
   'MISSING_TRUST_ANCHORS',
