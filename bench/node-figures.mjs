@@ -10,14 +10,12 @@ import { bringUp } from '../test/node/support/bring-up.ts';
 import { log, sleep, unavailableReason, VALIDATOR_CONNECT_ADDR } from '../test/node/support/host.ts';
 import { APP_IMAGE } from '../test/node/support/images.ts';
 import { LINKERD_INJECTOR_AWAY, installLinkerdCni, onlyThisInjector } from '../test/node/support/linkerd.ts';
-import { LINKERD_NAMESPACE_SELECTOR } from '../test/e2e/support/chart.ts';
+import { LINKERD_NAMESPACE_SELECTOR, NO_NAMESPACE_SELECTOR } from '../test/e2e/support/chart.ts';
 import { ApiError, api, createNamespace, isReady, proxies } from '../test/node/support/workloads.ts';
 import { exitOnSignals, median } from './serve-process.mjs';
 
 const PODS = Number(process.env.NODE_FIGURES_PODS ?? 10);
 const CREATES = Number(process.env.NODE_FIGURES_CREATES ?? 50);
-/** A selector no namespace has, to take this injector's webhook out of the way while Linkerd's is measured. */
-const NOWHERE = { matchLabels: { 'proxy-injector.io/node-figures': 'nowhere' } };
 
 const reason = unavailableReason();
 if (reason) {
@@ -115,16 +113,16 @@ try {
   await creates('unhooked', 'injectable pod', 'no webhook', 0);
   await creates('meshed', 'injectable pod', 'this injector', 1);
 
-  // Linkerd's injector alone: its selector back, this one's pointed nowhere.
+  // Linkerd's injector alone: its selector back, this one's pointed at no namespace (the README's step 2, reversed).
+  const injectorRevision = await injector.revision();
   await linkerd.upgrade({ 'proxyInjector.namespaceSelector': LINKERD_NAMESPACE_SELECTOR });
-  await injector.upgrade({ 'webhook.namespaceSelector': NOWHERE });
+  await injector.upgrade({ 'webhook.namespaceSelector': NO_NAMESPACE_SELECTOR });
   await readyRounds([
     { label: 'classic sidecar (linkerd-init, linkerd-await)', by: "Linkerd's injector", namespace: 'meshed', prefix: 'l-classic', annotations: classic, proxies: 1 },
     { label: 'native sidecar (linkerd-init)', by: "Linkerd's injector", namespace: 'meshed', prefix: 'l-native', annotations: native, proxies: 1 },
   ]);
   await creates('meshed', 'injectable pod', "Linkerd's injector", 1);
-  // null drops the override: the chart's default selector again.
-  await injector.upgrade({ 'webhook.namespaceSelector': null });
+  await injector.rollback(injectorRevision);
   await linkerd.upgrade(LINKERD_INJECTOR_AWAY);
 
   // CNI mode: linkerd-cni chained, cniEnabled; the validator instead of linkerd-init.

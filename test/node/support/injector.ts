@@ -6,7 +6,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { helm } from '../../e2e/support/chart.js';
+import { helmOn, release } from './helm.js';
 import type { Cluster } from './cluster.js';
 import { REPO_ROOT, run } from './host.js';
 import type { InjectorImage } from './injector-image.js';
@@ -23,7 +23,10 @@ export interface Injector {
   pod(): Promise<Pod>;
   /** Its /metrics, read from the node at the pod's admin port. */
   metrics(): Promise<string>;
+  /** `helm upgrade --reuse-values` of the release with these values (maps merge into the previous ones, lists replace). */
   upgrade(values: Record<string, unknown>): Promise<void>;
+  revision(): Promise<number>;
+  rollback(revision: number): Promise<void>;
   /** Runs the same commit's CLI on the node (the image's /app with the image's node). */
   cli(args: string[], options?: { input?: string }): Promise<{ code: number; stdout: string; stderr: string }>;
 }
@@ -33,7 +36,7 @@ export async function installInjector(cluster: Cluster, image: InjectorImage): P
   mkdirSync(chartRoot, { recursive: true });
   await run('sh', ['-c', 'git -C "$REPO" archive "$COMMIT" charts/proxy-injector | tar -x -C "$OUT"'], { env: { ...process.env, REPO: REPO_ROOT, COMMIT: image.commit, OUT: chartRoot } });
   const chart = join(chartRoot, 'charts', 'proxy-injector');
-  await helmAsync(cluster, ['install', INJECTOR_RELEASE, chart, '--namespace', INJECTOR_NS, '--create-namespace', '--wait', '--timeout', '3m'], {
+  await helmOn(cluster, ['install', INJECTOR_RELEASE, chart, '--namespace', INJECTOR_NS, '--create-namespace', '--wait', '--timeout', '3m'], {
     image: { repository: image.repository, tag: image.tag },
   });
   return injectorHelpers(cluster, chart, image);
@@ -53,11 +56,7 @@ export function injectorHelpers(cluster: Cluster, chart: string, image: Injector
     image,
     pod,
     metrics: async () => promText(`http://${(await pod()).status.podIP}:9995/metrics`),
-    upgrade: async (values) => {
-      const args = ['upgrade', INJECTOR_RELEASE, chart, '--namespace', INJECTOR_NS, '--reuse-values', '--wait', '--timeout', '3m'];
-      for (const [key, value] of Object.entries(values)) args.push('--set-json', `${key}=${JSON.stringify(value)}`);
-      await helmAsync(cluster, args);
-    },
+    ...release(cluster, INJECTOR_RELEASE, INJECTOR_NS, chart),
     cli: async (args, options = {}) => {
       try {
         const stdout = await run(image.node, [join(image.app, 'dist', 'cli', 'main.js'), ...args], { cwd: image.app, ...(options.input !== undefined && { input: options.input }) });
@@ -71,7 +70,3 @@ export function injectorHelpers(cluster: Cluster, chart: string, image: Injector
   };
 }
 
-async function helmAsync(cluster: Cluster, args: string[], values?: unknown): Promise<string> {
-  await new Promise((r) => setImmediate(r));
-  return helm(args, { kubeconfig: cluster.kubeconfigPath, ...(values !== undefined && { values }) });
-}

@@ -6,7 +6,8 @@
  */
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NO_NAMESPACE_SELECTOR, helm } from '../../e2e/support/chart.js';
+import { NO_NAMESPACE_SELECTOR } from '../../e2e/support/chart.js';
+import { helmOn, release } from './helm.js';
 import type { Cluster } from './cluster.js';
 import { API_PORT, API_SERVICE_IP, LINKERD_BIN, LINKERD_CHARTS, LINKERD_VERSION, VALIDATOR_CONNECT_ADDR, log, run } from './host.js';
 import { linkerdIdentity } from './pki.js';
@@ -31,22 +32,17 @@ export interface Linkerd {
 /** The identity every meshed pod gets from Linkerd's identity service. */
 export const identityOf = (serviceAccount: string, namespace: string): string => `${serviceAccount}.${namespace}.serviceaccount.identity.${LINKERD_NS}.${TRUST_DOMAIN}`;
 
-async function helmAsync(cluster: Cluster, args: string[], values?: unknown): Promise<string> {
-  // helm() blocks; run it between turns of the event loop so a test's timers still fire before and after.
-  await new Promise((r) => setImmediate(r));
-  return helm(args, { kubeconfig: cluster.kubeconfigPath, ...(values !== undefined && { values }) });
-}
 
 export async function installLinkerd(cluster: Cluster): Promise<Linkerd> {
   const charts = join(cluster.workDir, 'linkerd-charts');
   mkdirSync(charts, { recursive: true });
   for (const chart of ['linkerd-crds', 'linkerd-control-plane', 'partials', 'linkerd2-cni']) cpSync(join(LINKERD_CHARTS, chart), join(charts, chart), { recursive: true });
-  for (const chart of ['linkerd-crds', 'linkerd-control-plane', 'linkerd2-cni']) await helmAsync(cluster, ['dependency', 'build', join(charts, chart)]);
+  for (const chart of ['linkerd-crds', 'linkerd-control-plane', 'linkerd2-cni']) await helmOn(cluster, ['dependency', 'build', join(charts, chart)]);
   const identity = await linkerdIdentity(join(cluster.workDir, 'linkerd-identity'), TRUST_DOMAIN);
 
   const started = Date.now();
-  await helmAsync(cluster, ['install', 'linkerd-crds', join(charts, 'linkerd-crds'), '--namespace', LINKERD_NS, '--create-namespace', '--wait']);
-  await helmAsync(
+  await helmOn(cluster, ['install', 'linkerd-crds', join(charts, 'linkerd-crds'), '--namespace', LINKERD_NS, '--create-namespace', '--wait']);
+  await helmOn(
     cluster,
     ['install', RELEASE, join(charts, 'linkerd-control-plane'), '--namespace', LINKERD_NS, '--wait', '--timeout', '5m'],
     {
@@ -66,25 +62,16 @@ export async function installLinkerd(cluster: Cluster): Promise<Linkerd> {
 
 /** Helpers on an installed control plane (its charts' copy and trust anchor). */
 export function linkerdHelpers(cluster: Cluster, charts: string, trustAnchorPem: string): Linkerd {
-  const revision = async () => {
-    const history = JSON.parse(await helmAsync(cluster, ['history', RELEASE, '--namespace', LINKERD_NS, '--output', 'json'])) as Array<{ revision: number; status: string }>;
-    return Math.max(...history.filter((h) => h.status === 'deployed').map((h) => h.revision));
-  };
+  const controlPlane = release(cluster, RELEASE, LINKERD_NS, join(charts, 'linkerd-control-plane'));
   return {
     charts,
     trustAnchorPem,
-    revision,
+    revision: controlPlane.revision,
     upgrade: async (values) => {
-      const args = ['upgrade', RELEASE, join(charts, 'linkerd-control-plane'), '--namespace', LINKERD_NS, '--reuse-values', '--wait', '--timeout', '5m'];
-      for (const [key, value] of Object.entries(values)) args.push('--set-json', `${key}=${JSON.stringify(value)}`);
-      const t = Date.now();
-      await helmAsync(cluster, args);
-      log(`helm upgrade ${RELEASE} ${Object.keys(values).join(', ')}: ${((Date.now() - t) / 1000).toFixed(1)} s`);
-      return revision();
+      await controlPlane.upgrade(values);
+      return controlPlane.revision();
     },
-    rollback: async (to) => {
-      await helmAsync(cluster, ['rollback', RELEASE, String(to), '--namespace', LINKERD_NS, '--wait', '--timeout', '5m']);
-    },
+    rollback: controlPlane.rollback,
     configValues: async () => cluster.kubectl(['-n', LINKERD_NS, 'get', 'configmap', 'linkerd-config', '-o', 'jsonpath={.data.values}']),
   };
 }
@@ -118,7 +105,7 @@ export interface LinkerdCni {
  * image is missing would make containerd try a registry.
  */
 export async function installLinkerdCni(cluster: Cluster, linkerd: Linkerd): Promise<LinkerdCni> {
-  await helmAsync(cluster, ['install', 'linkerd-cni', join(linkerd.charts, 'linkerd2-cni'), '--namespace', CNI_NS, '--create-namespace', '--wait'], {
+  await helmOn(cluster, ['install', 'linkerd-cni', join(linkerd.charts, 'linkerd2-cni'), '--namespace', CNI_NS, '--create-namespace', '--wait'], {
     destCNINetDir: cluster.cniConfDir,
     destCNIBinDir: cluster.cniBinDir,
     nodeAffinity: {
