@@ -485,6 +485,7 @@ export async function cleanUpStaleRun(): Promise<void> {
   unlinkSync(STATE_FILE);
   rmSync(CLUSTER_LOCK, { force: true });
   if (diff.length > 0) throw new Error(`after undoing the previous run the host still differs from before it:\n  ${diff.join('\n  ')}`);
+  log('the previous run undone: the host state equals the state before it');
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -28,8 +28,6 @@ export interface BuiltImage {
   tarball: string;
 }
 
-export const ref = (image: BuiltImage): string => `${image.repository}:${image.tag}`;
-
 /** sha256 of the given strings and files' contents, short. */
 export function digestOf(parts: Array<string | { file: string }>): string {
   const hash = createHash('sha256').update(RECIPE);
