@@ -123,17 +123,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Kubernetes normally stamps its version in with -X (hack/lib/version.sh);
-# without it the binaries report v0.0.0-master. buildDate is the release's
-# commit time (from the module proxy), which keeps the build reproducible.
-K8S_TIME=$(cd "$MODULE_DIR" && "$GO" list -m -f '{{if .Time}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' k8s.io/kubernetes)
-K8S_MAJOR=${K8S_VERSION#v}; K8S_MAJOR=${K8S_MAJOR%%.*}
-K8S_MINOR=${K8S_VERSION#v*.}; K8S_MINOR=${K8S_MINOR%%.*}
-K8S_LDFLAGS="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  K8S_LDFLAGS+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$K8S_MAJOR -X $pkg.gitMinor=$K8S_MINOR"
-  K8S_LDFLAGS+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=${K8S_TIME:-1970-01-01T00:00:00Z}"
-done
+# shellcheck source=kube-ldflags.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kube-ldflags.sh"
+K8S_LDFLAGS=$(kube_ldflags "$GO" "$MODULE_DIR" "$K8S_VERSION")
 
 build() { # <binary name> <package> <ldflags>
   local name=$1 pkg=$2 ldflags=$3

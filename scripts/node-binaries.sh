@@ -60,15 +60,9 @@ trap '[[ -n "$BUILD_PID" ]] && kill -TERM "$BUILD_PID" 2>/dev/null; [[ -n "$TMP"
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# The version stamps Kubernetes' own build writes with -X (hack/lib/version.sh), as scripts/e2e-binaries.sh writes them.
-K8S_TIME=$(cd "$K8S_MODULE" && "$GO" list -m -f '{{if .Time}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' k8s.io/kubernetes)
-K8S_MAJOR=${K8S_VERSION#v}; K8S_MAJOR=${K8S_MAJOR%%.*}
-K8S_MINOR=${K8S_VERSION#v*.}; K8S_MINOR=${K8S_MINOR%%.*}
-K8S_LDFLAGS="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  K8S_LDFLAGS+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$K8S_MAJOR -X $pkg.gitMinor=$K8S_MINOR"
-  K8S_LDFLAGS+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=${K8S_TIME:-1970-01-01T00:00:00Z}"
-done
+# shellcheck source=kube-ldflags.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kube-ldflags.sh"
+K8S_LDFLAGS=$(kube_ldflags "$GO" "$K8S_MODULE" "$K8S_VERSION")
 
 build() { # <name> <module dir> <package> <ldflags>
   local name=$1 dir=$2 pkg=$3 ldflags=$4
