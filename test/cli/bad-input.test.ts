@@ -41,10 +41,11 @@ describe('bad input', () => {
     const deepest = await commands[command]([file('deep-2000.yaml', nested(2000))]);
     expect(deepest.code).toBe(1);
     expect(deepest.stderr).toMatch(/deep-2000\.yaml:\d+: invalid YAML: collections nested too deeply to read\n/);
-    // 900 it reads, but cannot print: a command that must print the document says so; one that copies it is fine.
+    // 900 it usually reads but cannot print; whether the reader or the printer runs out first depends on the stack the
+    // JIT leaves, so either clear message will do. A command that copies the document is fine.
     const deep = await commands[command]([file('deep-900.yaml', nested(900))]);
     expect(deep.stderr).not.toMatch(/Maximum call stack/);
-    if (deep.code !== 0) expect(deep.stderr).toMatch(/deep-900\.yaml:1: document 1: collections nested too deeply to process\n/);
+    if (deep.code !== 0) expect(deep.stderr).toMatch(/deep-900\.yaml:(1: document 1: collections nested too deeply to process|\d+: invalid YAML: collections nested too deeply to read)\n$/);
   });
 
   it('a directory walk skips what is not named as a manifest, a dangling link among it, and names a dangling manifest', async () => {
