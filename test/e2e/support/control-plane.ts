@@ -269,7 +269,8 @@ function httpsCall(
   });
 }
 
-function httpGet(url: string, timeoutMs = 5_000): Promise<{ status: number; body: string }> {
+/** GET over plain HTTP, without keep-alive: the status and the body as text. */
+export function httpGet(url: string, timeoutMs = 5_000): Promise<{ status: number; body: string }> {
   return new Promise((res, rej) => {
     const req = httpRequest(url, { timeout: timeoutMs, agent: false }, (resp) => {
       const chunks: Buffer[] = [];
@@ -384,27 +385,28 @@ async function makePki(dir: string): Promise<Pki> {
   };
 }
 
-function kubeconfigYaml(server: string, pki: Pki): string {
+/** A kubeconfig with one cluster and one user, its certificates inline. */
+export function kubeconfigYaml(server: string, caCertPem: string, user: { name: string; certPem: string; keyPem: string }, clusterName = 'e2e'): string {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
   return [
     'apiVersion: v1',
     'kind: Config',
     'clusters:',
-    '- name: e2e',
+    `- name: ${clusterName}`,
     '  cluster:',
     `    server: ${server}`,
-    `    certificate-authority-data: ${b64(pki.caCert)}`,
+    `    certificate-authority-data: ${b64(caCertPem)}`,
     'users:',
-    '- name: admin',
+    `- name: ${user.name}`,
     '  user:',
-    `    client-certificate-data: ${b64(pki.adminCert)}`,
-    `    client-key-data: ${b64(pki.adminKey)}`,
+    `    client-certificate-data: ${b64(user.certPem)}`,
+    `    client-key-data: ${b64(user.keyPem)}`,
     'contexts:',
-    '- name: e2e',
+    `- name: ${clusterName}`,
     '  context:',
-    '    cluster: e2e',
-    '    user: admin',
-    'current-context: e2e',
+    `    cluster: ${clusterName}`,
+    `    user: ${user.name}`,
+    `current-context: ${clusterName}`,
     '',
   ].join('\n');
 }
@@ -444,7 +446,7 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
     const pki = await makePki(workDir);
     const [etcdClientPort, etcdPeerPort, apiPort] = (await freePorts(3)) as [number, number, number];
     const apiServerUrl = `https://127.0.0.1:${apiPort}`;
-    const kubeconfig = kubeconfigYaml(apiServerUrl, pki);
+    const kubeconfig = kubeconfigYaml(apiServerUrl, pki.caCert, { name: 'admin', certPem: pki.adminCert, keyPem: pki.adminKey });
     const kubeconfigPath = join(workDir, 'kubeconfig');
     await writeFile(kubeconfigPath, kubeconfig, { mode: 0o600 });
     const tls: TlsClient = { ca: pki.caCert, cert: pki.adminCert, key: pki.adminKey };

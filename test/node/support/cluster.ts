@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, rmdirSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { Resolver } from 'node:dns/promises';
 import { join } from 'node:path';
-import { freePorts, kubeRequest } from '../../e2e/support/control-plane.js';
+import { freePorts, kubeconfigYaml, kubeRequest } from '../../e2e/support/control-plane.js';
 import { describeState, differences, snapshot, suiteProcesses, PROCESS_MARKERS, type HostState } from './host-state.js';
 import {
   API_PORT,
@@ -36,7 +36,7 @@ import {
   sleep,
   tryRunSync,
 } from './host.js';
-import { clusterPki, kubeconfig, type Credential } from './pki.js';
+import { clusterPki, type Credential } from './pki.js';
 
 const STATE_FILE = `${WORK_DIR}.state.json`;
 const POD_EGRESS_CHAIN = 'PI-NODE-POD-EGRESS';
@@ -543,13 +543,15 @@ export async function startCluster(bins: Binaries): Promise<Cluster> {
       { nodeIp, isolatedAt, workDir: WORK_DIR, apiServerUrl: server, kubeconfigPath: adminKubeconfig, ca: pki.ca, admin: pki.admin, cniConfDir, cniBinDir, conflistPath, containerdSocket: state.containerdSocket, binaries: bins },
       stop,
     );
-    writeFileSync(adminKubeconfig, kubeconfig(server, pki.ca, pki.admin, 'admin'), { mode: 0o600 });
+    /** A kubeconfig for one of the suite's client certificates. */
+    const kubeconfig = (user: Credential, name: string) => kubeconfigYaml(server, pki.ca.certPem, { ...user, name }, 'node-suite');
+    writeFileSync(adminKubeconfig, kubeconfig(pki.admin, 'admin'), { mode: 0o600 });
     const kcmKubeconfig = join(WORK_DIR, 'controller-manager.kubeconfig');
-    writeFileSync(kcmKubeconfig, kubeconfig(server, pki.ca, pki.controllerManager, 'controller-manager'), { mode: 0o600 });
+    writeFileSync(kcmKubeconfig, kubeconfig(pki.controllerManager, 'controller-manager'), { mode: 0o600 });
     const schedulerKubeconfig = join(WORK_DIR, 'scheduler.kubeconfig');
-    writeFileSync(schedulerKubeconfig, kubeconfig(server, pki.ca, pki.scheduler, 'scheduler'), { mode: 0o600 });
+    writeFileSync(schedulerKubeconfig, kubeconfig(pki.scheduler, 'scheduler'), { mode: 0o600 });
     const kubeletKubeconfig = join(WORK_DIR, 'kubelet.kubeconfig');
-    writeFileSync(kubeletKubeconfig, kubeconfig(server, pki.ca, pki.kubeletClient, 'kubelet'), { mode: 0o600 });
+    writeFileSync(kubeletKubeconfig, kubeconfig(pki.kubeletClient, 'kubelet'), { mode: 0o600 });
 
     // --- CNI: the bridge as the primary network, in the suite's own directories
     for (const plugin of ['bridge', 'host-local', 'portmap', 'loopback']) symlinkSync(join('/usr/lib/cni', plugin), join(cluster.cniBinDir, plugin));

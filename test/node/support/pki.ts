@@ -77,32 +77,6 @@ export async function clusterPki(dir: string, nodeName: string, nodeIp: string, 
   return { ca, apiServer, admin, controllerManager, scheduler, kubeletClient, kubeletServing, apiServerKubeletClient, serviceAccountKey, serviceAccountPub };
 }
 
-/** A kubeconfig for one client certificate. */
-export function kubeconfig(server: string, ca: Credential, user: Credential, name: string): string {
-  const b64 = (s: string) => Buffer.from(s).toString('base64');
-  return [
-    'apiVersion: v1',
-    'kind: Config',
-    'clusters:',
-    `- name: node-suite`,
-    '  cluster:',
-    `    server: ${server}`,
-    `    certificate-authority-data: ${b64(ca.certPem)}`,
-    'users:',
-    `- name: ${name}`,
-    '  user:',
-    `    client-certificate-data: ${b64(user.certPem)}`,
-    `    client-key-data: ${b64(user.keyPem)}`,
-    'contexts:',
-    '- name: node-suite',
-    '  context:',
-    '    cluster: node-suite',
-    `    user: ${name}`,
-    'current-context: node-suite',
-    '',
-  ].join('\n');
-}
-
 export interface LinkerdIdentity {
   trustAnchorPem: string;
   issuerCertPem: string;

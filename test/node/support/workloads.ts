@@ -5,8 +5,7 @@
  * proxy first answers ready, seen from the node.
  */
 import { readFileSync } from 'node:fs';
-import { request } from 'node:http';
-import { kubeRequest } from '../../e2e/support/control-plane.js';
+import { httpGet, kubeRequest } from '../../e2e/support/control-plane.js';
 import { eventually } from '../../e2e/support/kube.js';
 import type { Cluster } from './cluster.js';
 import { run, sleep } from './host.js';
@@ -204,21 +203,6 @@ export const service = (name: string, namespace: string, options: { headless?: b
 
 // ---------------------------------------------------------------------------------------------------------------
 // reading from the node
-
-/** GET over plain HTTP from the node (a proxy's or an injector's admin port). */
-export function httpGet(url: string, timeoutMs = 2_000): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { timeout: timeoutMs, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-    });
-    req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 export async function promText(url: string): Promise<string> {
   const r = await httpGet(url, 5_000);
