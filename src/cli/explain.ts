@@ -29,7 +29,7 @@ import {
 } from '../engine/index.js';
 import { failure, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { UsageError, annotationsFor, flagAnnotations, parseManifestArgs, podSecurityFlags, type FlagAnnotations, type ParsedOptions } from './inject-flags.js';
-import { annotationOps, configure, EMBEDDED_DEFAULTS_NOTE, type Configured } from './inject.js';
+import { annotationOps, configure, EMBEDDED_DEFAULTS_NOTE, notAnObjectText, type Configured } from './inject.js';
 import { applyToValue, InputError, listItems, readDocuments } from '../manifests/index.js';
 import { inputReader } from './remote-inputs.js';
 
@@ -509,7 +509,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     for (const object of d.objects) {
       // As inject refuses it: a scalar or a list at the top is nothing kubectl would apply.
       if (!isObject(object)) {
-        problems.push(`${source}: not a Kubernetes object (${Array.isArray(object) ? 'a list' : `a ${typeof object}`})`);
+        problems.push(`${source}: ${notAnObjectText(object)}`);
         continue;
       }
       try {

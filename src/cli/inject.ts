@@ -120,8 +120,13 @@ function listed(entries: Record<string, string>): string {
 
 /** A document that is a list or a scalar: not something `kubectl apply` would take either. */
 export function notAnObject(value: unknown): ObjectChange<ObjectReport> {
-  const what = Array.isArray(value) ? 'a list' : typeof value === 'string' ? 'a string' : typeof value === 'number' ? 'a number' : typeof value === 'boolean' ? 'a boolean' : 'not a map';
-  return { ops: [], failed: true, report: { kind: 'document', name: '', status: 'failed', detail: `not a Kubernetes object (${what})`, checks: [] } };
+  return { ops: [], failed: true, report: { kind: 'document', name: '', status: 'failed', detail: notAnObjectText(value), checks: [] } };
+}
+
+/** Why a document that is not a map is no Kubernetes object, naming what it is. */
+export function notAnObjectText(value: unknown): string {
+  const what = Array.isArray(value) ? 'a list' : ['string', 'number', 'boolean'].includes(typeof value) ? `a ${typeof value}` : 'not a map';
+  return `not a Kubernetes object (${what})`;
 }
 
 function checksOf(result: InjectionResult): Check[] {
