@@ -112,46 +112,18 @@ fi
 # A hermetic-ish build: static binaries, go.sum enforced, no go.work, no vendor.
 export CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=readonly
 
-TMP_FILES=()
-BUILD_PID=
-cleanup() {
-  local f
-  if [[ -n "$BUILD_PID" ]]; then kill -TERM "$BUILD_PID" 2>/dev/null || true; wait "$BUILD_PID" 2>/dev/null || true; fi
-  for f in "${TMP_FILES[@]}"; do rm -f -- "$f"; done
-}
-trap cleanup EXIT
+# shellcheck source=go-build.sh
+source "$SCRIPT_DIR/go-build.sh"
+trap go_build_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-# shellcheck source=kube-ldflags.sh
-source "$(dirname "${BASH_SOURCE[0]}")/kube-ldflags.sh"
 K8S_LDFLAGS=$(kube_ldflags "$GO" "$MODULE_DIR" "$K8S_VERSION")
-
-build() { # <binary name> <package> <ldflags>
-  local name=$1 pkg=$2 ldflags=$3
-  if [[ -x "$BIN_DIR/$name" ]]; then
-    log "$name: already built"
-    return
-  fi
-  local tmp="$BIN_DIR/.$name.tmp.$$"
-  TMP_FILES+=("$tmp")
-  log "$name: building $pkg (go $("$GO" env GOVERSION), this can take minutes) ..."
-  local start=$SECONDS
-  # In the background + wait, so that a signal is handled at once (bash defers
-  # traps while a foreground command runs) and the trap can stop the build.
-  (cd "$MODULE_DIR" && exec "$GO" build -p 2 -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg") >&2 &
-  BUILD_PID=$!
-  wait "$BUILD_PID" || die "building $name failed"
-  BUILD_PID=
-  mv -f -- "$tmp" "$BIN_DIR/$name"
-  log "$name: done in $((SECONDS - start)) s ($(du -h "$BIN_DIR/$name" | cut -f1))"
-}
 
 log "building into $BIN_DIR (Kubernetes $K8S_VERSION, etcd $ETCD_VERSION)"
 total_start=$SECONDS
-build etcd go.etcd.io/etcd/server/v3 "-s -w"
-build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$K8S_LDFLAGS"
-build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$K8S_LDFLAGS"
+go_build etcd "$MODULE_DIR" go.etcd.io/etcd/server/v3 "-s -w"
+go_build kube-apiserver "$MODULE_DIR" k8s.io/kubernetes/cmd/kube-apiserver "$K8S_LDFLAGS"
+go_build kube-controller-manager "$MODULE_DIR" k8s.io/kubernetes/cmd/kube-controller-manager "$K8S_LDFLAGS"
 log "all binaries built in $((SECONDS - total_start)) s"
 
 has_all "$BIN_DIR" || die "build finished but $BIN_DIR is incomplete"

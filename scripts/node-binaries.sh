@@ -54,37 +54,18 @@ GO=${GO:-$(command -v go || true)}
 [[ -n "$GO" ]] || die "Go is needed to build the node suite's binaries (or set GO=/path/to/go)"
 export CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=readonly
 
-TMP=
-BUILD_PID=
-trap '[[ -n "$BUILD_PID" ]] && kill -TERM "$BUILD_PID" 2>/dev/null; [[ -n "$TMP" ]] && rm -f -- "$TMP"' EXIT
+# shellcheck source=go-build.sh
+source "$(dirname "${BASH_SOURCE[0]}")/go-build.sh"
+trap go_build_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-# shellcheck source=kube-ldflags.sh
-source "$(dirname "${BASH_SOURCE[0]}")/kube-ldflags.sh"
 K8S_LDFLAGS=$(kube_ldflags "$GO" "$K8S_MODULE" "$K8S_VERSION")
 
-build() { # <name> <module dir> <package> <ldflags>
-  local name=$1 dir=$2 pkg=$3 ldflags=$4
-  [[ -x "$BIN_DIR/$name" ]] && return
-  TMP="$BIN_DIR/.$name.tmp.$$"
-  log "$name: building $pkg (go $("$GO" env GOVERSION)) ..."
-  local start=$SECONDS
-  # In the background and waited for, so that a signal reaches the trap at once.
-  (cd "$dir" && exec "$GO" build -p 2 -trimpath -ldflags "$ldflags" -o "$TMP" "$pkg") >&2 &
-  BUILD_PID=$!
-  wait "$BUILD_PID" || die "building $name failed"
-  BUILD_PID=
-  mv -f -- "$TMP" "$BIN_DIR/$name"
-  TMP=
-  log "$name: done in $((SECONDS - start)) s"
-}
-
 start=$SECONDS
-build kube-scheduler "$K8S_MODULE" k8s.io/kubernetes/cmd/kube-scheduler "$K8S_LDFLAGS"
-build kubelet "$K8S_MODULE" k8s.io/kubernetes/cmd/kubelet "$K8S_LDFLAGS"
-build kubectl "$K8S_MODULE" k8s.io/kubernetes/cmd/kubectl "$K8S_LDFLAGS"
-build coredns "$DNS_MODULE" proxy-injector/test/node/go-coredns "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$DNS_VERSION"
+go_build kube-scheduler "$K8S_MODULE" k8s.io/kubernetes/cmd/kube-scheduler "$K8S_LDFLAGS"
+go_build kubelet "$K8S_MODULE" k8s.io/kubernetes/cmd/kubelet "$K8S_LDFLAGS"
+go_build kubectl "$K8S_MODULE" k8s.io/kubernetes/cmd/kubectl "$K8S_LDFLAGS"
+go_build coredns "$DNS_MODULE" proxy-injector/test/node/go-coredns "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$DNS_VERSION"
 log "built in $((SECONDS - start)) s into $BIN_DIR"
 has_all || die "$BIN_DIR is incomplete"
 print_dirs
