@@ -37,6 +37,7 @@ import {
 import { freePorts, startControlPlane, type ControlPlane } from './support/control-plane.js';
 import { startInjector, tokenKubeconfig, type RunningInjector } from './support/injector.js';
 import { createLinkerdNamespace, createNamespace, eventually } from './support/kube.js';
+import { sum } from '../support/metrics.js';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const TRUST_ANCHORS = readFileSync(join(REPO_ROOT, 'examples', 'trust-anchors.pem'), 'utf8');
@@ -66,15 +67,8 @@ const pod = (name: string): V1Pod => ({ metadata: { name, labels: { app: name } 
 const allContainers = (p: V1Pod) => [...(p.spec?.initContainers ?? []), ...(p.spec?.containers ?? [])].map((c) => c.name);
 
 /** Sum of a counter's series whose labels include all of `labels`, read from an injector's /metrics. */
-async function counter(injector: RunningInjector, metric: string, labels: Record<string, string> = {}): Promise<number> {
-  const text = await (await fetch(`${injector.adminUrl}/metrics`)).text();
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${metric}{`) && !line.startsWith(`${metric} `)) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return sum;
-}
+const counter = async (injector: RunningInjector, metric: string, labels: Record<string, string> = {}): Promise<number> =>
+  sum(await (await fetch(`${injector.adminUrl}/metrics`)).text(), metric, labels);
 const reviews = (injector: RunningInjector) => counter(injector, 'proxy_inject_admission_requests_total');
 
 async function serviceAccountKubeconfig(ns: string, name: string, path: string): Promise<string> {

@@ -22,12 +22,11 @@ import {
   promText,
   proxies,
   readyPods,
-  samples,
   service,
   serviceAccount,
-  sum,
   type Pod,
 } from './support/workloads.js';
+import { samples, sum } from '../support/metrics.js';
 
 const node = useNode();
 const NS = 'swap';

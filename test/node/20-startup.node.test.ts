@@ -25,10 +25,10 @@ import {
   readyPods,
   serviceAccount,
   statusOf,
-  sum,
   wallClock,
   type Pod,
 } from './support/workloads.js';
+import { sum } from '../support/metrics.js';
 
 const node = useNode();
 const NS = 'startup';

@@ -26,8 +26,8 @@ import {
   service,
   serviceAccount,
   statusOf,
-  sum,
 } from './support/workloads.js';
+import { sum } from '../support/metrics.js';
 
 const node = useNode();
 const NS = 'cni';
