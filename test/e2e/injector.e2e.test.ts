@@ -4,7 +4,6 @@
  * MutatingWebhookConfiguration and our CA, and every assertion reads objects as the API server stored them.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -23,6 +22,7 @@ import { renderChart } from './support/chart.js';
 import { kubeRequest, startControlPlane, type ControlPlane } from './support/control-plane.js';
 import { createLinkerdNamespace, createNamespace, eventually as eventuallyOr } from './support/kube.js';
 import { linkerdWebhookConfiguration, startInjector, tokenKubeconfig, type RunningInjector } from './support/injector.js';
+import { httpsPost } from '../support/https.js';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const TRUST_ANCHORS = readFileSync(join(REPO_ROOT, 'examples', 'trust-anchors.pem'), 'utf8');
@@ -68,21 +68,7 @@ async function eventsFor(ns: string, kind: string, name: string) {
 }
 
 /** POSTs a review straight to the injector, as anyone who can reach it could. */
-function postReview(body: string): Promise<{ status: number; text: string }> {
-  const url = new URL(injector.webhookUrl);
-  return new Promise((resolveAnswer, reject) => {
-    const req = httpsRequest(
-      { hostname: url.hostname, port: url.port, path: '/', method: 'POST', ca: injector.caPem, agent: false, headers: { 'content-type': 'application/json' } },
-      (res) => {
-        let text = '';
-        res.on('data', (c: Buffer) => (text += c.toString()));
-        res.on('end', () => resolveAnswer({ status: res.statusCode ?? 0, text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const postReview = (body: string) => httpsPost(injector.webhookUrl, { ca: injector.caPem, body });
 
 /** The injector's log line that says why a pod was skipped. */
 function skipLine(ns: string, name: string): Promise<string> {

@@ -28,14 +28,20 @@ export interface PostOptions {
   agent?: Agent;
 }
 
-/** GETs a plain-HTTP URL (the admin port) and reads the whole answer. */
-export function httpGet(url: string): Promise<{ status: number; body: string }> {
+/**
+ * GETs a plain-HTTP URL (an admin port, a proxy's) over a connection of its own and reads the whole answer; fails after
+ * `timeoutMs` without one.
+ */
+export function httpGet(url: string, timeoutMs = 5_000): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    get(url, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    }).on('error', reject);
+    const req = get(url, { timeout: timeoutMs, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out`)));
+    req.on('error', reject);
   });
 }
 

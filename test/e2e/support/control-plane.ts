@@ -10,13 +10,13 @@ import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_pro
 import { generateKeyPairSync } from 'node:crypto';
 import { createWriteStream, existsSync, rmSync, type WriteStream } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { httpGet } from '../../support/https.js';
 
 export type Component = 'etcd' | 'kube-apiserver' | 'kube-controller-manager';
 
@@ -266,21 +266,6 @@ function httpsCall(
     req.on('timeout', () => req.destroy(new Error(`${method} ${url.href} timed out`)));
     req.on('error', rej);
     req.end(payload);
-  });
-}
-
-/** GET over plain HTTP, without keep-alive: the status and the body as text. */
-export function httpGet(url: string, timeoutMs = 5_000): Promise<{ status: number; body: string }> {
-  return new Promise((res, rej) => {
-    const req = httpRequest(url, { timeout: timeoutMs, agent: false }, (resp) => {
-      const chunks: Buffer[] = [];
-      resp.on('data', (c: Buffer) => chunks.push(c));
-      resp.on('error', rej);
-      resp.on('end', () => res({ status: resp.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-    });
-    req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out`)));
-    req.on('error', rej);
-    req.end();
   });
 }
 

@@ -5,7 +5,8 @@
  * proxy first answers ready, seen from the node.
  */
 import { readFileSync } from 'node:fs';
-import { httpGet, kubeRequest } from '../../e2e/support/control-plane.js';
+import { kubeRequest } from '../../e2e/support/control-plane.js';
+import { httpGet } from '../../support/https.js';
 import { eventually } from '../../e2e/support/kube.js';
 import type { Cluster } from './cluster.js';
 import { run, sleep } from './host.js';
