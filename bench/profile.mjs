@@ -22,7 +22,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { MIXES } from './reviews.mjs';
-import { cpuSecondsOf, endsWithThisProcess, imageNodeOptions, listeningUrls, onServerCore, runOnLoadCore, whenThisProcessEnds } from './serve-process.mjs';
+import { cpuSecondsOf, endsWithThisProcess, imageNodeOptions, listeningUrls, onServerCore, runOnLoadCore, serveArgs, whenThisProcessEnds } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const mixes = (process.env['BENCH_MIXES'] ?? 'rollout,distinct').split(',');
@@ -108,7 +108,7 @@ const nodeOptions = imageNodeOptions(root);
 console.log(`bench: profiling ${relative(root, dist) || dist} under Node ${process.versions.node}, NODE_OPTIONS="${nodeOptions}", ${seconds} s per mix, ${connections} connections`);
 for (const mix of mixes) {
   const profiles = join(dir, mix);
-  const args = ['--cpu-prof', '--cpu-prof-dir', profiles, '--cpu-prof-interval', '100', join(dist, 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--tls-dir', join(dir, 'tls'), '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'];
+  const args = ['--cpu-prof', '--cpu-prof-dir', profiles, '--cpu-prof-interval', '100', ...serveArgs(dist, join(dir, 'tls'))];
   const child = endsWithThisProcess(
     spawn(...onServerCore(args), {
       stdio: ['ignore', 'pipe', 'inherit'],

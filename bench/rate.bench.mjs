@@ -17,7 +17,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { MIXES } from './reviews.mjs';
-import { cpuSecondsOf, endsWithThisProcess, imageNodeOptions, listeningUrls, onServerCore, runOnLoadCore, whenThisProcessEnds } from './serve-process.mjs';
+import { cpuSecondsOf, endsWithThisProcess, imageNodeOptions, listeningUrls, onServerCore, runOnLoadCore, serveArgs, whenThisProcessEnds } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const rates = (process.env['BENCH_RATES'] ?? '100,400').split(',').map(Number);
@@ -56,7 +56,7 @@ for (const mix of mixes) {
   for (const rate of rates) {
     for (let round = 0; round < 2; round++) {
       for (const build of builds) {
-        const args = [join(build, 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--tls-dir', join(dir, 'tls'), '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'];
+        const args = serveArgs(build, join(dir, 'tls'));
         const child = endsWithThisProcess(spawn(...onServerCore(args), { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, KUBECONFIG: '', HOME: dir, NODE_OPTIONS: nodeOptions } }));
         const { webhook } = await listeningUrls(child);
         child.stdout.resume();

@@ -98,6 +98,16 @@ export function endsWithThisProcess(child) {
 /** The middle value of repeated measures (the upper of the two middle ones for an even count). */
 export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
+const EXAMPLE_TRUST_ANCHORS = fileURLToPath(new URL('../examples/trust-anchors.pem', import.meta.url));
+
+/**
+ * The arguments (after node's own) of `serve --no-cluster` from a build's dist/: the webhook on loopback at `port` (0:
+ * any free one), the admin port on any, the key pair in `tlsDir`, the example trust anchors and JSON logs.
+ */
+export function serveArgs(dist, tlsDir, port = 0) {
+  return [join(dist, 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', EXAMPLE_TRUST_ANCHORS, '--log-format', 'json'];
+}
+
 /** The webhook URL and admin base URL from the "proxy-injector listening" line of a server logging JSON to stdout. */
 export function listeningUrls(server) {
   return new Promise((resolve, reject) => {

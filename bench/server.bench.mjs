@@ -39,7 +39,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { MIXES, sizedPod } from './reviews.mjs';
-import { canPin, cpuSecondsOf, endsWithThisProcess, imageNodeOptions, onServerCore, rssMiBOf, runOnLoadCore, whenThisProcessEnds } from './serve-process.mjs';
+import { canPin, cpuSecondsOf, endsWithThisProcess, imageNodeOptions, onServerCore, rssMiBOf, runOnLoadCore, serveArgs, whenThisProcessEnds } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const check = process.env['BENCH_CHECK'] === '1';
@@ -292,7 +292,7 @@ async function compare(mix, servers, bodies, expected) {
 }
 
 /** The arguments that start `serve` from a build's dist/ on `port`, with the run's serving certificate. */
-const serve = (dist) => (port) => [join(dist, 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'];
+const serve = (dist) => (port) => serveArgs(dist, tlsDir, port);
 
 // The serving certificate, made once by the injector itself, shared by all the servers.
 {

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { endsWithThisProcess, imageNodeOptions, listeningUrls, median, rssMiBOf, whenThisProcessEnds } from './serve-process.mjs';
+import { endsWithThisProcess, imageNodeOptions, listeningUrls, median, rssMiBOf, serveArgs, whenThisProcessEnds } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const runs = Number(process.env['BENCH_RUNS'] ?? '7');
@@ -51,7 +51,7 @@ const rows = MODULES.map(([spec, when]) => {
 /** `serve --no-cluster` from spawn to its "listening" line, and its RSS once idle. */
 async function serveOnce(dir) {
   const started = performance.now();
-  const child = spawn(process.execPath, [join(root, 'dist', 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--tls-dir', join(dir, 'tls'), '--trust-anchors', join(root, 'examples', 'trust-anchors.pem'), '--log-format', 'json'], { env: { ...env, HOME: dir }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, serveArgs(join(root, 'dist'), join(dir, 'tls')), { env: { ...env, HOME: dir }, stdio: ['ignore', 'pipe', 'inherit'] });
   endsWithThisProcess(child);
   await listeningUrls(child);
   const readyMs = performance.now() - started;
