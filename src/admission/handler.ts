@@ -25,8 +25,11 @@ type MaybePromise<T> = T | Promise<T>;
 export interface AdmissionSources {
   /** The configuration in force. Throws an Error saying why when none can be had. */
   config(): InjectorConfig;
-  /** The namespace's annotations; undefined when they cannot be known (no cluster). */
-  namespaceAnnotations(namespace: string): MaybePromise<Record<string, string> | undefined>;
+  /**
+   * The namespace's annotations; undefined when they cannot be known (no cluster). `client` is the address the review
+   * came from: reads that a review causes are budgeted per client.
+   */
+  namespaceAnnotations(namespace: string, client: string): MaybePromise<Record<string, string> | undefined>;
   /**
    * The namespace's labels that start-up risks read (its Pod Security level), when known; asked once its annotations
    * have been given. Undefined without a cluster.
@@ -39,8 +42,8 @@ export interface AdmissionSources {
   namespaceConstraints?(namespace: string): (ResourceConstraints & { version: string }) | undefined;
   /** The API server's release, when known (read from its /version); undefined without a cluster. */
   kubernetesVersion?(): KubernetesVersion | undefined;
-  /** The workload that owns a pod, if it can be resolved. */
-  owner?(request: AdmissionRequest, pod: Record<string, unknown>): MaybePromise<Owner | undefined>;
+  /** The workload that owns a pod, if it can be resolved; `client` as for namespaceAnnotations. */
+  owner?(request: AdmissionRequest, pod: Record<string, unknown>, client: string): MaybePromise<Owner | undefined>;
   /** Answers already computed for objects that differ only in identity (the pods of a rollout). */
   answers?: TemplateAnswerLru;
   /** Keep the app kubectl's default container when the proxy goes first (InjectionRequest.kubectlDefaultContainer). */
@@ -134,18 +137,18 @@ function cacheableController(kind: string, object: Record<string, unknown>, nsAn
  * need nothing from the configuration. The answer is returned as it is when every source answered at once (the
  * namespace and owner caches, as good as always), and as a promise only when one had to be waited for.
  */
-export function handleAdmission(request: AdmissionRequest, sources: AdmissionSources): HandledAdmission | Promise<HandledAdmission> {
+export function handleAdmission(request: AdmissionRequest, sources: AdmissionSources, client = ''): HandledAdmission | Promise<HandledAdmission> {
   const object = request.object;
   if (request.operation !== 'CREATE' || !isObject(object)) return { kind: 'ignored', response: allowed(request.uid) };
   let nsAnnotations: Record<string, string> = {};
   let owner: Owner | undefined;
   try {
     const namespace = request.namespace;
-    const found = namespace ? sources.namespaceAnnotations(namespace) : undefined;
-    if (found instanceof Promise) return handleAfterLookups(request, object, sources, found);
+    const found = namespace ? sources.namespaceAnnotations(namespace, client) : undefined;
+    if (found instanceof Promise) return handleAfterLookups(request, object, sources, client, found);
     nsAnnotations = found ?? {};
-    const resolved = ownerOf(request, object, sources);
-    if (resolved instanceof Promise) return handleAfterLookups(request, object, sources, nsAnnotations, resolved);
+    const resolved = ownerOf(request, object, sources, client);
+    if (resolved instanceof Promise) return handleAfterLookups(request, object, sources, client, nsAnnotations, resolved);
     owner = resolved;
     return evaluate(request, object, sources, nsAnnotations, owner);
   } catch (err) {
@@ -154,8 +157,8 @@ export function handleAdmission(request: AdmissionRequest, sources: AdmissionSou
 }
 
 /** The workload that owns a pod, from the sources; none for other kinds or without an owner source. */
-function ownerOf(request: AdmissionRequest, object: Record<string, unknown>, sources: AdmissionSources): MaybePromise<Owner | undefined> {
-  return request.kind.kind.toLowerCase() === 'pod' && sources.owner ? sources.owner(request, object) : undefined;
+function ownerOf(request: AdmissionRequest, object: Record<string, unknown>, sources: AdmissionSources, client: string): MaybePromise<Owner | undefined> {
+  return request.kind.kind.toLowerCase() === 'pod' && sources.owner ? sources.owner(request, object, client) : undefined;
 }
 
 /** handleAdmission once the lookups that answered with a promise have settled; the owner is looked up after them. */
@@ -163,6 +166,7 @@ async function handleAfterLookups(
   request: AdmissionRequest,
   object: Record<string, unknown>,
   sources: AdmissionSources,
+  client: string,
   namespaceLookup: MaybePromise<Record<string, string> | undefined>,
   ownerLookup?: Promise<Owner | undefined>,
 ): Promise<HandledAdmission> {
@@ -170,7 +174,7 @@ async function handleAfterLookups(
   let owner: Owner | undefined;
   try {
     nsAnnotations = (await namespaceLookup) ?? {};
-    owner = await (ownerLookup ?? ownerOf(request, object, sources));
+    owner = await (ownerLookup ?? ownerOf(request, object, sources, client));
     return evaluate(request, object, sources, nsAnnotations, owner);
   } catch (err) {
     return failed(request, object, nsAnnotations, owner, err);

@@ -275,7 +275,7 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
         `received admission review request "${shownName(admission.uid)}" for ${shownName(`${admission.kind.kind.toLowerCase()}/${admission.namespace ?? ''}/${admission.name || objectName(admission.object) || '(generated name)'}`)}`,
       );
     }
-    const handled = handleAdmission(admission, sources);
+    const handled = handleAdmission(admission, sources, request.socket.remoteAddress ?? '');
     // The sources answer at once nearly always (from their caches); a promise only when one had to be waited for.
     if (handled instanceof Promise) return handled.then((done) => send(reply, review, done, started, debug));
     send(reply, review, handled, started, debug);
