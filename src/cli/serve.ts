@@ -62,19 +62,25 @@ Limits on the webhook listener (all well inside kube-apiserver's 10 s webhook ti
   --stall-timeout DURATION     while a request is answered, longest nothing may move on its connection
                                (a client not reading its answers) before it is closed; at least
                                --request-timeout (default 10s)
-  --max-connections N          open connections; more are closed as they arrive (default 1000, 0: no limit)
+  --max-connections N          open connections; beyond it a new one closes the oldest connection that
+                               answers nothing of the address holding the most, else is closed itself
+                               (default 1000, 0: no limit)
   --max-connections-per-client N  open connections from one address; more are closed as they arrive
                                (default 500, 0: no limit)
   --max-body-bytes N           a review's body; a larger one gets 413 (default 4194304: kube-apiserver
                                takes request bodies of up to 3 MiB)
-  --max-in-flight-bytes N      the bodies of all reviews being read or answered, together; a review that
-                               would take more gets 503 (default 16777216, at least --max-body-bytes)
+  --max-in-flight-bytes N      what all reviews being read or answered may hold, counted as they arrive
+                               (each byte, and 32 for each JSON value): one address's reviews may hold
+                               half of it (429 beyond), all together all of it (503 beyond); a body that
+                               alone passes half gets 413 (default 16777216, at least twice
+                               --max-body-bytes)
   --max-requests-per-connection N  then the connection is closed after its response (default 0: no limit)
   --max-header-bytes N         request line and headers; more gets 431 (default 16384)
   -h, --help                   this help
 
 The admin listener takes the same header, request and stall timeouts and header size as the webhook, a
-keep-alive of at most 5s, and at most 64 connections, 8 from one address.
+keep-alive of at most 5s, and at most 64 connections, 8 from one address; beyond 64 a new one closes one
+that answers nothing, so that probes always get through.
 `;
 
 const OPTIONS = {
@@ -184,8 +190,9 @@ export function serverLimits(opts: Record<LimitFlag, string>, label: (name: Limi
   if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
     throw new UsageError(`${label('header-timeout')} ${opts['header-timeout']} is longer than ${label('request-timeout')} ${opts['request-timeout']}`);
   }
-  if (limits.maxInFlightBytes < limits.maxBodyBytes) {
-    throw new UsageError(`${label('max-in-flight-bytes')} ${opts['max-in-flight-bytes']} is less than ${label('max-body-bytes')} ${opts['max-body-bytes']}: no body that large could be read`);
+  // One client's share is half of it, and the largest body must fit in one client's share.
+  if (limits.maxInFlightBytes < 2 * limits.maxBodyBytes) {
+    throw new UsageError(`${label('max-in-flight-bytes')} ${opts['max-in-flight-bytes']} is less than twice ${label('max-body-bytes')} ${opts['max-body-bytes']}: one client may hold half of it, and no body that large could be read`);
   }
   // A shorter stall timeout would close a silent or slow client without the 408 that says why.
   if (limits.stallTimeoutMs < limits.requestTimeoutMs) {

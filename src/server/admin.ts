@@ -2,7 +2,8 @@
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Logger } from 'pino';
-import { applyConnectionCaps, fastifyOptions, nodeServerOptions, TEXT, type ConnectionLimits } from './http.js';
+import { ConnectionTable } from './connections.js';
+import { fastifyOptions, nodeServerOptions, TEXT, type ConnectionLimits } from './http.js';
 import type { InjectorMetrics } from './metrics.js';
 import { DEFAULT_LIMITS, type ServerLimits } from './webhook.js';
 
@@ -63,7 +64,8 @@ export function buildAdminApp(options: { metrics: InjectorMetrics; readiness: Re
   const { metrics, readiness, logger } = options;
   const limits = { ...DEFAULT_ADMIN_LIMITS, ...options.limits };
   const app: AdminApp = Fastify({ ...fastifyOptions(limits, () => {}), http: nodeServerOptions(limits) });
-  applyConnectionCaps(app.server, limits);
+  // The table keeps its caps through the listeners it adds to the server.
+  new ConnectionTable(app.server, limits);
   app.removeAllContentTypeParsers();
 
   // Before any body is read: a GET's body, left unread, would hold the connection until it had all arrived (node:http

@@ -4,13 +4,13 @@
  * a loopback address over HTTP/1.1 with a pool of keep-alive connections, and kubelet probes and scrapers do too.
  */
 import type { FastifyServerOptions } from 'fastify';
-import type { Server, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { ConnectionCaps } from './connections.js';
 
 export const TEXT = 'text/plain; charset=utf-8';
 
 /** What bounds one client on either listener. */
-export interface ConnectionLimits {
+export interface ConnectionLimits extends ConnectionCaps {
   /** From the connection (or the previous response) to the end of a request's headers; a stalled client gets 408. */
   headersTimeoutMs: number;
   /** From the start of a request to the end of its body; a stalled client gets 408. */
@@ -23,10 +23,6 @@ export interface ConnectionLimits {
    * other timeouts cover only the request's arrival and the idle time after a response.
    */
   stallTimeoutMs: number;
-  /** Open connections beyond this are closed as they arrive (0: unlimited). */
-  maxConnections: number;
-  /** Open connections from one address beyond this are closed as they arrive, so that no client takes them all (0: unlimited). */
-  maxConnectionsPerClient: number;
   /** Request line and headers together, bytes; more gets 431. */
   maxHeaderBytes: number;
 }
@@ -60,29 +56,6 @@ export function fastifyOptions(limits: ConnectionLimits, counted: (code: string 
     requestTimeout: limits.requestTimeoutMs,
     clientErrorHandler: answerClientError(counted),
   } satisfies FastifyServerOptions;
-}
-
-/** The caps on open connections, in all and from one address, set on a server that exists. */
-export function applyConnectionCaps(server: Server, limits: ConnectionLimits): void {
-  if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
-  const cap = limits.maxConnectionsPerClient;
-  if (cap <= 0) return;
-  const open = new Map<string, number>();
-  // Before the TLS layer takes the connection: one over the cap is closed before its handshake costs anything.
-  server.prependListener('connection', (socket: Socket) => {
-    const client = socket.remoteAddress ?? '';
-    const count = open.get(client) ?? 0;
-    if (count >= cap) {
-      socket.destroy();
-      return;
-    }
-    open.set(client, count + 1);
-    socket.once('close', () => {
-      const left = (open.get(client) ?? 1) - 1;
-      if (left > 0) open.set(client, left);
-      else open.delete(client);
-    });
-  });
 }
 
 /** The status lines node:http itself writes for a request it cannot take, by error code. */

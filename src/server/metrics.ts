@@ -23,7 +23,10 @@ export type RefusalReason =
   | 'invalid_review'
   | 'headers_too_large'
   | 'malformed_http'
-  | 'too_many_bytes_in_flight';
+  | 'too_many_values'
+  | 'client_bytes_in_flight'
+  | 'too_many_bytes_in_flight'
+  | 'internal_error';
 
 /**
  * A counter kept by label set in a plain map, whose totals are handed to prom-client when metrics are scraped:

@@ -5,7 +5,6 @@ import type { Logger } from 'pino';
 import { TemplateAnswerLru, type AdmissionSources } from '../admission/index.js';
 import { CertificateReloader, ensureCertificates, loadKeyPair } from '../tls/index.js';
 import { adminLimitsOf, buildAdminApp, type AdminApp } from './admin.js';
-import { ConnectionTracker } from './connections.js';
 import { closeNow } from './http.js';
 import { InjectorMetrics } from './metrics.js';
 import { buildWebhookApp, TLS_CIPHERS, type ServerLimits, type WebhookApp } from './webhook.js';
@@ -136,7 +135,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
   const adminPort = (admin.server.address() as { port: number }).port;
 
-  const connections = new ConnectionTracker(webhook.server, webhook.server.requestTimeout);
+  const connections = webhook.connections;
   const reloader = new CertificateReloader(pair, {
     dir: options.tlsDir,
     logger,

@@ -17,7 +17,9 @@ import {
   type ParsedReview,
 } from '../admission/index.js';
 import { lineAt, objectName, oneLine } from '../engine/index.js';
-import { applyConnectionCaps, fastifyOptions, nodeServerOptions, TEXT, type ConnectionLimits } from './http.js';
+import { BYTES_PER_VALUE, InFlightBytes, readBody, type BodyCharge, type BodyRefusal } from './body.js';
+import { ConnectionTable } from './connections.js';
+import { fastifyOptions, nodeServerOptions, TEXT, type ConnectionLimits } from './http.js';
 import type { InjectorMetrics, RefusalReason } from './metrics.js';
 
 export interface WebhookTls {
@@ -47,12 +49,13 @@ export interface ServerLimits extends ConnectionLimits {
   handshakeTimeoutMs: number;
   /** Requests served on one connection before it is closed (`Connection: close`); 0: unlimited. */
   maxRequestsPerSocket: number;
-  /** A body larger than this is refused (413) without being read. */
+  /** A body larger than this is refused (413), without being read when its Content-Length says so. */
   maxBodyBytes: number;
   /**
-   * The bodies of all requests being read or answered, together (each counted at its Content-Length, or at
-   * maxBodyBytes when it has none): a request that would take more gets 503, so that the largest bodies on every
-   * connection cannot hold more memory than the process has.
+   * What the reviews being read or answered may hold together, counted as their bytes arrive: each byte, and
+   * BYTES_PER_VALUE for each JSON value it will parse into. One client's reviews may hold half of it (429 beyond), all
+   * together all of it (503 beyond), so that neither the largest bodies nor one client can take the memory the process
+   * has.
    */
   maxInFlightBytes: number;
 }
@@ -65,15 +68,18 @@ export const DEFAULT_LIMITS: ServerLimits = {
   // Above the longest a review may wait for the API (a namespace read of 2 s, owner reads of 1.5 s each).
   stallTimeoutMs: 10_000,
   maxConnections: 1_000,
-  // Half the connections: one client cannot take them all, and kube-apiserver never holds that many to one webhook.
+  // Half the connections; beyond the table's size a new connection closes one that answers nothing (see ConnectionTable).
   maxConnectionsPerClient: 500,
   maxRequestsPerSocket: 0,
   maxHeaderBytes: 16 * 1024,
   // kube-apiserver refuses request bodies over 3 MiB; its review adds the envelope and the managedFields it fills in.
   maxBodyBytes: 4 * 1024 * 1024,
-  // Four of the largest bodies: parsed, each takes a few times its size of the 128 MiB old space the image gives.
+  // An eighth of the 128 MiB old space the image gives, counted as the parsed reviews hold it (see InFlightBytes).
   maxInFlightBytes: 16 * 1024 * 1024,
 };
+
+/** The share of maxInFlightBytes one client's reviews may hold. */
+export const CLIENT_SHARE = 0.5;
 
 /**
  * TLS 1.3's suites and, for TLS 1.2, ECDHE key exchange with AEAD ciphers only (no CBC or SHA-1 suites): what
@@ -107,8 +113,8 @@ export function resourceName(request: AdmissionRequest, handled: HandledAdmissio
   return shownName(`${kind}/${request.namespace ?? ''}/${name}`);
 }
 
-/** The webhook over HTTPS (plain HTTP only for in-process tests, which go through `inject`). */
-export type WebhookApp = FastifyInstance<HttpsServer>;
+/** The webhook over HTTPS (plain HTTP only for in-process tests, which go through `inject`), with its connections. */
+export type WebhookApp = FastifyInstance<HttpsServer> & { readonly connections: ConnectionTable };
 
 /** A request answered without evaluation: its status, why in words, the reason it is counted under. */
 class Refusal extends Error {
@@ -155,12 +161,13 @@ export function jsonSyntaxReason(err: unknown, text: string): string {
 }
 
 /** A review's body: not encoded, JSON, an AdmissionReview; a Refusal saying what is wrong otherwise. */
-function reviewOf(text: string, contentEncoding: string | undefined): ParsedReview {
+function reviewOf(text: unknown, contentEncoding: string | undefined): ParsedReview {
   // kube-apiserver sends reviews uncompressed; an encoded body would otherwise be read as text and called invalid JSON.
   if (contentEncoding !== undefined && contentEncoding.trim().toLowerCase() !== 'identity') {
     throw new Refusal(415, `the body must not be encoded (Content-Encoding: ${oneLine(contentEncoding).slice(0, 64)})`, 'unsupported_media_type');
   }
-  if (text.length === 0) throw new Refusal(400, 'the body is empty', 'empty_body');
+  // A request without a body (or whose Content-Type and Content-Length were among headers past node:http's count) has none.
+  if (typeof text !== 'string' || text.length === 0) throw new Refusal(400, 'the body is empty: POST an AdmissionReview as application/json', 'empty_body');
   let body: unknown;
   try {
     body = parseJson(text);
@@ -182,11 +189,39 @@ function refusalOf(error: FastifyError | Refusal, maxBodyBytes: number): Refusal
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new Refusal(413, `the body is larger than ${maxBodyBytes} bytes`, 'body_too_large');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_EMPTY_TYPE':
       return new Refusal(415, 'the body must be application/json', 'unsupported_media_type');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new Refusal(400, 'the Content-Length does not match the body', 'malformed_http');
     default:
       return undefined;
+  }
+}
+
+/** A body that met a bound while it arrived, as the refusal its client gets. */
+function bodyRefusal(refusal: BodyRefusal, maxBodyBytes: number, budget: InFlightBytes): Refusal {
+  switch (refusal.bound) {
+    case 'body':
+      return new Refusal(413, `the body is larger than ${maxBodyBytes} bytes`, 'body_too_large');
+    case 'values':
+      return new Refusal(
+        413,
+        `the body holds too many JSON values: its first ${refusal.bytes} bytes start ${refusal.values}, and at ${BYTES_PER_VALUE} bytes each ` +
+          `once parsed they pass the ${budget.perClient} bytes one client's reviews may hold`,
+        'too_many_values',
+      );
+    case 'client':
+      return new Refusal(
+        429,
+        `this client's reviews being read or answered hold ${refusal.held} bytes, and one client's may hold at most ${budget.perClient}: send the review again`,
+        'client_bytes_in_flight',
+      );
+    case 'all':
+      return new Refusal(
+        503,
+        `the injector's reviews being read or answered hold ${refusal.held} bytes, and it takes at most ${budget.limit} at once: send the review again`,
+        'too_many_bytes_in_flight',
+      );
   }
 }
 
@@ -203,20 +238,32 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     // Once closing, a request on a connection that is still open gets 503 and `Connection: close`: it goes elsewhere.
     return503OnClosing: true,
   };
-  const app: WebhookApp = options.tls
+  const fastify: FastifyInstance<HttpsServer> = options.tls
     ? Fastify({ ...common, https: { ...node, handshakeTimeout: limits.handshakeTimeoutMs, key: options.tls.key, cert: options.tls.cert, minVersion: options.tls.minVersion, ciphers: TLS_CIPHERS } })
     : // Plain HTTP serves only in-process tests, which use nothing of the TLS server.
-      (Fastify({ ...common, http: node }) as unknown as WebhookApp);
-  applyConnectionCaps(app.server, limits);
+      (Fastify({ ...common, http: node }) as unknown as FastifyInstance<HttpsServer>);
+  const app: WebhookApp = Object.assign(fastify, { connections: new ConnectionTable(fastify.server, limits, limits.requestTimeoutMs) });
   refuseConnect(app.server as unknown as HttpServer, metrics);
   // node:https parses a connection's bytes straight from the TLS layer; when a client pipelines requests faster than it
   // reads the answers, pausing that parser fails (HPE_PAUSED) and the connection is cut with answers still queued (Node
   // 20 to 26). A 'data' listener makes node:http parse from the socket's stream instead, which pauses cleanly.
   if (options.tls) app.server.on('secureConnection', (socket: Duplex) => socket.on('data', ignoreData));
 
-  // One parser: JSON bodies, read as text (the route parses them); any other type is a 415.
+  /** What the reviews being read or answered hold, and what each request holds of it (given back when it is done). */
+  const inFlight = new InFlightBytes(limits.maxInFlightBytes, Math.floor(limits.maxInFlightBytes * CLIENT_SHARE));
+  const charges = new WeakMap<FastifyRequest, BodyCharge>();
+
+  // One parser: JSON bodies, read as text as they arrive (the route parses them); any other type is a 415.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => done(null, text));
+  app.addContentTypeParser('application/json', (request, payload, done) => {
+    const charge = charges.get(request);
+    if (!charge) return done(new Error('a body arrived before its request was counted'), undefined);
+    readBody(payload, limits.maxBodyBytes, inFlight, charge).then(
+      (body) => (typeof body === 'string' ? done(null, body) : done(bodyRefusal(body, limits.maxBodyBytes, inFlight), undefined)),
+      (err: Error) => done(err, undefined),
+    );
+    return undefined;
+  });
 
   app.setErrorHandler((error: FastifyError | Refusal, _request, reply) => {
     const refusal = refusalOf(error, limits.maxBodyBytes);
@@ -226,31 +273,31 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
       return sendText(reply, refusal.status, `${oneLine(refusal.message)}\n`, refusal.close);
     }
     // A stack overflow or any other internal error stays in the log: the API server is told only that it happened.
+    metrics.refused(500, 'internal_error');
     logger.error({ err: error }, 'failed to answer admission request');
     return sendText(reply, 500, 'internal error while answering the request\n', true);
   });
 
   app.setNotFoundHandler((request, reply) => {
-    metrics.refused(404, 'not_found');
-    return sendText(reply, 404, `no route for ${request.method} ${oneLine(request.url).slice(0, 256)}: POST AdmissionReviews to /\n`, true);
+    const refusal = new Refusal(404, `no route for ${request.method.slice(0, 16)} ${oneLine(request.url).slice(0, 256)}: POST AdmissionReviews to /`, 'not_found');
+    metrics.refused(refusal.status, refusal.reason);
+    logger.warn({ status: refusal.status, reason: refusal.message }, 'rejected admission request');
+    return sendText(reply, 404, `${refusal.message}\n`, true);
   });
 
   /**
-   * The bytes of the bodies being read or answered. A request is counted before its body is read, at its declared
-   * size, and released when its answer is done or its connection gone.
+   * Every request is charged what its body holds as it arrives (see readBody), and gives it back when its answer is
+   * done or its connection gone. Bodies declared larger than the largest taken are refused before a byte is read.
    */
-  let inFlightBytes = 0;
-  const reserveBody = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+  const countBody = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
     const declared = Number(request.headers['content-length']);
-    const bytes = Number.isFinite(declared) && declared >= 0 ? Math.min(declared, limits.maxBodyBytes) : limits.maxBodyBytes;
-    if (inFlightBytes + bytes > limits.maxInFlightBytes) {
-      done(new Refusal(503, `the injector is reading ${inFlightBytes} bytes of other reviews, and takes at most ${limits.maxInFlightBytes} at once: send the review again`, 'too_many_bytes_in_flight'));
+    if (declared > limits.maxBodyBytes) {
+      done(new Refusal(413, `the body is larger than ${limits.maxBodyBytes} bytes`, 'body_too_large'));
       return;
     }
-    inFlightBytes += bytes;
-    reply.raw.once('close', () => {
-      inFlightBytes -= bytes;
-    });
+    const charge: BodyCharge = { client: request.socket.remoteAddress ?? '', bytes: 0 };
+    charges.set(request, charge);
+    reply.raw.once('close', () => inFlight.give(charge.client, charge.bytes));
     done();
   };
 
@@ -263,9 +310,9 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     reply.code(200).header('content-type', JSON_TYPE).send(body);
   };
 
-  app.post('/', { onRequest: reserveBody }, (request, reply) => {
+  app.post('/', { onRequest: countBody }, (request, reply) => {
     const started = performance.now();
-    const review = reviewOf(request.body as string, request.headers['content-encoding']);
+    const review = reviewOf(request.body, request.headers['content-encoding']);
     const admission = review.request;
     const debug = logger.isLevelEnabled('debug');
     // At info the line that says what was done carries the review's identity too: one line per admission, not two.

@@ -1,5 +1,6 @@
 /** The webhook application in-process (no sockets): envelopes, round trips, bad input, failures, metrics. */
 import { request } from 'node:http';
+import { PassThrough, type Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -179,7 +180,7 @@ describe('bad input gets a status and a one-line reason', () => {
   it.each([
     ['a body that is not JSON', '{"apiVersion": ', 'application/json', 400, /^the body is not valid JSON: it ends before its last value does$/],
     ['a body with a syntax error', '{\n  "kind": "AdmissionReview"\n  "request": {}}', 'application/json', 400, /^the body is not valid JSON: expected ',' or '}' after property value at line 3, column 3$/],
-    ['an empty body', '', 'application/json', 400, /^the body is empty$/],
+    ['an empty body', '', 'application/json', 400, /^the body is empty: POST an AdmissionReview as application\/json$/],
     ['a body that reads like a refusal', 'too large', 'application/json', 400, /^the body is not valid JSON: an unexpected character$/],
     ['a JSON array', '[]', 'application/json', 400, /^the body is not a JSON object$/],
     ['the wrong kind', { ...valid, kind: 'ConversionReview' }, 'application/json', 400, /unsupported kind "ConversionReview"/],
@@ -300,32 +301,80 @@ describe('failures while handling a valid request', () => {
   });
 });
 
-describe('the bytes of reviews in flight', () => {
-  it('are bounded: a review that would take more gets 503 and its connection closed, and the next one is served once the first is done', async () => {
+describe('what reviews in flight hold', () => {
+  /** An app whose reviews in namespace `slow` wait until released, with limits small enough to meet. */
+  function held(limits: { maxBodyBytes: number; maxInFlightBytes: number }) {
     let release: () => void = () => {};
-    const held = new Promise<void>((resolve) => (release = resolve));
+    const waiting = new Promise<void>((resolve) => (release = resolve));
     const metrics = new InjectorMetrics({ processMetrics: false });
     const app = buildWebhookApp({
-      sources: { config: () => testConfig(), namespaceAnnotations: (ns) => (ns === 'slow' ? held.then(() => undefined) : undefined) },
+      sources: { config: () => testConfig(), namespaceAnnotations: (ns) => (ns === 'slow' ? waiting.then(() => undefined) : undefined) },
       metrics,
       logger: silent,
-      limits: { maxBodyBytes: 100_000, maxInFlightBytes: 150_000 },
+      limits,
     });
     apps.push(app);
-    const padded = (namespace: string) =>
-      JSON.stringify(admissionReview(pod({ spec: { containers: [{ name: 'app', image: 'app:1', command: ['x'.repeat(90_000)] }] } }), { namespace }));
-    const first = post(app, padded('slow'));
+    return { app, metrics, release: () => release() };
+  }
+  const padded = (namespace: string, bytes = 90_000) =>
+    JSON.stringify(admissionReview(pod({ spec: { containers: [{ name: 'app', image: 'app:1', command: ['x'.repeat(bytes)] }] } }), { namespace }));
+  const from = (app: WebhookApp, remoteAddress: string, payload: string | Readable, declared?: number) =>
+    inject(app, { method: 'POST', url: '/', remoteAddress, headers: { 'content-type': 'application/json', ...(declared !== undefined && { 'content-length': String(declared) }) }, payload });
+
+  it("are bounded per client: a client past its half gets 429 and its connection closed; another client is served; what is done is given back", async () => {
+    const { app, metrics, release } = held({ maxBodyBytes: 100_000, maxInFlightBytes: 200_000 });
+    const first = from(app, '10.0.0.1', padded('slow'));
     await new Promise((r) => setTimeout(r, 50));
-    const second = await post(app, padded('shop'));
-    expect(second.statusCode).toBe(503);
-    expect(second.body).toMatch(/^the injector is reading \d+ bytes of other reviews, and takes at most 150000 at once: send the review again\n$/);
+    const second = await from(app, '10.0.0.1', padded('shop'));
+    expect(second.statusCode).toBe(429);
+    expect(second.body).toMatch(/^this client's reviews being read or answered hold \d+ bytes, and one client's may hold at most 100000: send the review again\n$/);
     expect(second.headers['connection']).toBe('close');
-    // A small review still fits beside the large one.
-    expect((await post(app, admissionReview(pod()))).statusCode).toBe(200);
+    expect((await from(app, '10.0.0.2', padded('shop'))).statusCode).toBe(200);
     release();
     expect((await first).statusCode).toBe(200);
-    expect((await post(app, padded('shop'))).statusCode).toBe(200);
+    expect((await from(app, '10.0.0.1', padded('shop'))).statusCode).toBe(200);
+    expect(await metrics.metrics()).toMatch(/proxy_inject_admission_refusals_total\{status="429",reason="client_bytes_in_flight"\} 1/);
+  });
+
+  it('are bounded in all: past the limit a review gets 503, while a small one still fits', async () => {
+    const { app, metrics, release } = held({ maxBodyBytes: 100_000, maxInFlightBytes: 200_000 });
+    const first = [from(app, '10.0.0.1', padded('slow')), from(app, '10.0.0.2', padded('slow'))];
+    await new Promise((r) => setTimeout(r, 50));
+    const third = await from(app, '10.0.0.3', padded('shop'));
+    expect(third.statusCode).toBe(503);
+    expect(third.body).toMatch(/^the injector's reviews being read or answered hold \d+ bytes, and it takes at most 200000 at once: send the review again\n$/);
+    expect((await from(app, '10.0.0.3', JSON.stringify(admissionReview(pod())))).statusCode).toBe(200);
+    release();
+    for (const res of await Promise.all(first)) expect(res.statusCode).toBe(200);
     expect(await metrics.metrics()).toMatch(/proxy_inject_admission_refusals_total\{status="503",reason="too_many_bytes_in_flight"\} 1/);
+  });
+
+  it('are counted as the bytes arrive, not as declared: a body that stalls holds only what it sent', async () => {
+    const { app, release } = held({ maxBodyBytes: 100_000, maxInFlightBytes: 200_000 });
+    const body = padded('shop');
+    const stalled = new PassThrough();
+    stalled.write(body.slice(0, 1_000));
+    const trickling = from(app, '10.0.0.1', stalled, body.length);
+    await new Promise((r) => setTimeout(r, 50));
+    // Declared at about 90,000 bytes, the stalled body holds 1,000: the same client's next review fits beside it.
+    expect((await from(app, '10.0.0.1', padded('shop'))).statusCode).toBe(200);
+    stalled.end(body.slice(1_000));
+    release();
+    expect((await trickling).statusCode).toBe(200);
+  });
+
+  it("charge each JSON value: a small body of many values that alone passes a client's share gets 413 with how many", async () => {
+    const { app, metrics } = held({ maxBodyBytes: 100_000, maxInFlightBytes: 200_000 });
+    const review = admissionReview(pod());
+    const body = JSON.stringify({ ...review, padding: Array.from({ length: 5_000 }, () => ({})) });
+    expect(body.length).toBeLessThan(20_000);
+    const res = await from(app, '10.0.0.1', body);
+    expect(res.statusCode).toBe(413);
+    expect(res.body).toMatch(/^the body holds too many JSON values: its first \d+ bytes start \d+, and at 32 bytes each once parsed they pass the 100000 bytes one client's reviews may hold\n$/);
+    expect(res.headers['connection']).toBe('close');
+    // A value inside a string is no value: the same text as one string is taken.
+    expect((await from(app, '10.0.0.1', JSON.stringify({ ...review, padding: JSON.stringify(Array.from({ length: 5_000 }, () => ({}))) }))).statusCode).toBe(200);
+    expect(await metrics.metrics()).toMatch(/proxy_inject_admission_refusals_total\{status="413",reason="too_many_values"\} 1/);
   });
 
   it('every refusal closes its connection', async () => {
@@ -433,7 +482,7 @@ describe('reviews that arrive together', () => {
     const bodies = answers.map((a) => a.body);
     expect([...bodies.slice(0, 12), ...bodies.slice(15)]).toEqual(alone);
     expect(answers.slice(12, 15).map((a) => [a.statusCode, a.body])).toEqual([
-      [400, 'the body is empty\n'],
+      [400, 'the body is empty: POST an AdmissionReview as application/json\n'],
       [400, "the body is not valid JSON: expected property name or '}' at line 1, column 2\n"],
       [400, 'unsupported kind "Other": expected AdmissionReview\n'],
     ]);

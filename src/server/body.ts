@@ -1,0 +1,134 @@
+/**
+ * A review's body as it arrives: what it will hold once parsed, charged to the client that sends it and to the listener,
+ * so that no body and no client can take the memory every other review needs. A body is charged its bytes and, for each
+ * JSON value it will make, what the parsed value may take; nothing is charged for what a client only declares.
+ */
+import type { Readable } from 'node:stream';
+
+/**
+ * What one parsed JSON value may hold beyond its text, charged per delimiter that starts one (`{`, `[`, `,`, `:`): an
+ * empty object in an array, two delimiters, takes about 64 bytes of heap once parsed, the most of any value.
+ */
+export const BYTES_PER_VALUE = 32;
+
+/** What the reviews being read or answered hold, in all and by client address. */
+export class InFlightBytes {
+  private held = 0;
+  private readonly byClient = new Map<string, number>();
+
+  constructor(
+    /** The most all reviews together may hold. */
+    readonly limit: number,
+    /** The most one client's reviews may hold; one review larger than this is never taken. */
+    readonly perClient: number,
+  ) {}
+
+  /** Charges `bytes` to `client` unless that would take it, or everyone, past a bound: then says which, and charges nothing. */
+  take(client: string, bytes: number): 'client' | 'all' | undefined {
+    const own = this.byClient.get(client) ?? 0;
+    if (own + bytes > this.perClient) return 'client';
+    if (this.held + bytes > this.limit) return 'all';
+    this.held += bytes;
+    this.byClient.set(client, own + bytes);
+    return undefined;
+  }
+
+  give(client: string, bytes: number): void {
+    if (bytes === 0) return;
+    this.held -= bytes;
+    const left = (this.byClient.get(client) ?? bytes) - bytes;
+    if (left > 0) this.byClient.set(client, left);
+    else this.byClient.delete(client);
+  }
+
+  /** What the client holds now (all clients when none is named). */
+  holding(client?: string): number {
+    return client === undefined ? this.held : (this.byClient.get(client) ?? 0);
+  }
+}
+
+/**
+ * Counts, as a JSON text arrives in chunks, the delimiters outside strings that start a value or a key: an upper bound on
+ * the values the text parses into, found in one pass with no lookahead.
+ */
+export class JsonValueCounter {
+  private inString = false;
+  private escaped = false;
+
+  /** The delimiters in `chunk`, which follows the chunks counted before. */
+  add(chunk: Uint8Array): number {
+    let count = 0;
+    let inString = this.inString;
+    let escaped = this.escaped;
+    for (let i = 0; i < chunk.length; i++) {
+      const c = chunk[i];
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (c === 0x5c) escaped = true;
+        else if (c === 0x22) inString = false;
+      } else if (c === 0x22) {
+        inString = true;
+      } else if (c === 0x7b || c === 0x5b || c === 0x2c || c === 0x3a) {
+        count++;
+      }
+    }
+    this.inString = inString;
+    this.escaped = escaped;
+    return count;
+  }
+}
+
+/** Why a body was not read to its end: the bound it met. */
+export type BodyRefusal =
+  /** Its bytes pass the largest body taken. */
+  | { bound: 'body'; bytes: number }
+  /** What it would hold once parsed passes what one client may hold, so that it can never be taken. */
+  | { bound: 'values'; bytes: number; values: number }
+  /** With the client's other reviews, it would pass what one client may hold. */
+  | { bound: 'client'; held: number }
+  /** With every other review, it would pass what all may hold. */
+  | { bound: 'all'; held: number };
+
+export interface BodyCharge {
+  client: string;
+  /** What this request holds now, released when its answer is done or its connection gone. */
+  bytes: number;
+}
+
+/**
+ * Reads a body to its end as text, charging each chunk as it arrives: its bytes and BYTES_PER_VALUE for each value it
+ * starts. Stops reading at the first bound met and resolves with which one; the charge is the caller's to give back.
+ */
+export function readBody(payload: Readable, maxBytes: number, budget: InFlightBytes, charge: BodyCharge): Promise<string | BodyRefusal> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const counter = new JsonValueCounter();
+    let bytes = 0;
+    let values = 0;
+    const stop = (refusal: BodyRefusal): void => {
+      // Nothing more is read from a client whose body is refused: its connection is closed once the refusal is sent.
+      payload.pause();
+      payload.off('data', onData);
+      payload.off('end', onEnd);
+      payload.off('error', reject);
+      chunks.length = 0;
+      resolve(refusal);
+    };
+    const onData = (chunk: Buffer): void => {
+      bytes += chunk.length;
+      if (bytes > maxBytes) return stop({ bound: 'body', bytes });
+      const counted = counter.add(chunk);
+      values += counted;
+      const weight = chunk.length + counted * BYTES_PER_VALUE;
+      if (charge.bytes + weight > budget.perClient) return stop({ bound: 'values', bytes, values });
+      const over = budget.take(charge.client, weight);
+      if (over) return stop({ bound: over, held: budget.holding(over === 'client' ? charge.client : undefined) });
+      charge.bytes += weight;
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => resolve(Buffer.concat(chunks, bytes).toString('utf8'));
+    payload.on('data', onData);
+    payload.once('end', onEnd);
+    payload.once('error', reject);
+  });
+}
