@@ -16,6 +16,7 @@ import {
 } from '../engine/index.js';
 import { recordOf, type AdmissionRecord, type TemplateAnswerLru } from './template-answer-lru.js';
 import { failureOf, type AdmissionFailure } from './failures.js';
+import { ownerReferencesOf, type OwnerReference } from './owner-references.js';
 import { allowed, boundedWarnings, denied, encodeResponseTail, patched, reviewHeadOf, serializeReview } from './review.js';
 import type { AdmissionApiVersion, AdmissionRequest, AdmissionResponse } from './types.js';
 
@@ -42,12 +43,20 @@ export interface AdmissionSources {
   namespaceConstraints?(namespace: string): (ResourceConstraints & { version: string }) | undefined;
   /** The API server's release, when known (read from its /version); undefined without a cluster. */
   kubernetesVersion?(): KubernetesVersion | undefined;
-  /** The workload that owns a pod, if it can be resolved; `client` as for namespaceAnnotations. */
-  owner?(request: AdmissionRequest, pod: Record<string, unknown>, client: string): MaybePromise<Owner | undefined>;
+  /**
+   * The workload that owns a pod, if it can be resolved; `client` as for namespaceAnnotations. The pod is given as its
+   * name, generateName and the owner references that could name an object (see ownerReferencesOf), nothing else.
+   */
+  owner?(request: AdmissionRequest, pod: PodIdentity, client: string): MaybePromise<Owner | undefined>;
   /** Answers already computed for objects that differ only in identity (the pods of a rollout). */
   answers?: TemplateAnswerLru;
   /** Keep the app kubectl's default container when the proxy goes first (InjectionRequest.kubectlDefaultContainer). */
   kubectlDefaultContainer?: boolean;
+}
+
+/** What the owner source is given of a pod. */
+export interface PodIdentity {
+  metadata: { name?: string; generateName?: string; ownerReferences: OwnerReference[] };
 }
 
 /** What became of one request: the response, and what metrics, logs and events need to know about it. */
@@ -104,31 +113,15 @@ function evaluated(response: AdmissionResponse, result: AdmissionRecord, owner: 
 }
 
 /**
- * The controller that made the object (a ReplicaSet, Job, StatefulSet...), by its uid (its name when it has none), or
- * undefined: only the pods of a controller come many alike.
+ * Whether an answer is worth a cache entry: a pod that a controller made (a pod created on its own is never followed by
+ * its twin) and that asks to be injected (deciding to skip a pod costs less than writing its key).
  */
-function controllerOf(object: Record<string, unknown>): string | undefined {
-  const metadata = object['metadata'];
-  const owners = isObject(metadata) ? metadata['ownerReferences'] : undefined;
-  if (!Array.isArray(owners)) return undefined;
-  for (const o of owners) {
-    if (!isObject(o) || o['controller'] !== true) continue;
-    const id = o['uid'];
-    return typeof id === 'string' && id !== '' ? id : String(o['name'] ?? '');
-  }
-  return undefined;
-}
-
-/**
- * The controller of an object whose answer is worth a cache entry: a pod that a controller made (a pod created on its
- * own is never followed by its twin, so its key and its entry would be pure cost) and that asks to be injected
- * (deciding to skip a pod costs less than writing its key). Undefined for any other object.
- */
-function cacheableController(kind: string, object: Record<string, unknown>, nsAnnotations: Record<string, string>): string | undefined {
-  if (kind.toLowerCase() !== 'pod') return undefined;
-  const controller = controllerOf(object);
-  if (controller === undefined || injectAnnotationDecision('webhook', ownInjectAnnotation(object), nsAnnotations).disabled) return undefined;
-  return controller;
+function cacheable(kind: string, object: Record<string, unknown>, references: readonly OwnerReference[], nsAnnotations: Record<string, string>): boolean {
+  return (
+    kind.toLowerCase() === 'pod' &&
+    references.some((ref) => ref.controller) &&
+    !injectAnnotationDecision('webhook', ownInjectAnnotation(object), nsAnnotations).disabled
+  );
 }
 
 /**
@@ -142,29 +135,46 @@ export function handleAdmission(request: AdmissionRequest, sources: AdmissionSou
   if (request.operation !== 'CREATE' || !isObject(object)) return { kind: 'ignored', response: allowed(request.uid) };
   let nsAnnotations: Record<string, string> = {};
   let owner: Owner | undefined;
+  const owners = ownerReferencesOf(object);
   try {
     const namespace = request.namespace;
     const found = namespace ? sources.namespaceAnnotations(namespace, client) : undefined;
-    if (found instanceof Promise) return handleAfterLookups(request, object, sources, client, found);
+    if (found instanceof Promise) return handleAfterLookups(request, object, owners, sources, client, found);
     nsAnnotations = found ?? {};
-    const resolved = ownerOf(request, object, sources, client);
-    if (resolved instanceof Promise) return handleAfterLookups(request, object, sources, client, nsAnnotations, resolved);
+    const resolved = ownerOf(request, object, owners.references, sources, client);
+    if (resolved instanceof Promise) return handleAfterLookups(request, object, owners, sources, client, nsAnnotations, resolved);
     owner = resolved;
-    return evaluate(request, object, sources, nsAnnotations, owner);
+    return evaluate(request, object, owners, sources, nsAnnotations, owner);
   } catch (err) {
     return failed(request, object, nsAnnotations, owner, err);
   }
 }
 
+/** The owner references of an object, and what to say of those ignored. */
+type VettedOwners = ReturnType<typeof ownerReferencesOf>;
+
 /** The workload that owns a pod, from the sources; none for other kinds or without an owner source. */
-function ownerOf(request: AdmissionRequest, object: Record<string, unknown>, sources: AdmissionSources, client: string): MaybePromise<Owner | undefined> {
-  return request.kind.kind.toLowerCase() === 'pod' && sources.owner ? sources.owner(request, object, client) : undefined;
+function ownerOf(
+  request: AdmissionRequest,
+  object: Record<string, unknown>,
+  references: OwnerReference[],
+  sources: AdmissionSources,
+  client: string,
+): MaybePromise<Owner | undefined> {
+  if (request.kind.kind.toLowerCase() !== 'pod' || !sources.owner) return undefined;
+  const metadata = isObject(object['metadata']) ? object['metadata'] : {};
+  const { name, generateName } = metadata;
+  const pod: PodIdentity = {
+    metadata: { ...(typeof name === 'string' && { name }), ...(typeof generateName === 'string' && { generateName }), ownerReferences: references },
+  };
+  return sources.owner(request, pod, client);
 }
 
 /** handleAdmission once the lookups that answered with a promise have settled; the owner is looked up after them. */
 async function handleAfterLookups(
   request: AdmissionRequest,
   object: Record<string, unknown>,
+  owners: VettedOwners,
   sources: AdmissionSources,
   client: string,
   namespaceLookup: MaybePromise<Record<string, string> | undefined>,
@@ -174,8 +184,8 @@ async function handleAfterLookups(
   let owner: Owner | undefined;
   try {
     nsAnnotations = (await namespaceLookup) ?? {};
-    owner = await (ownerLookup ?? ownerOf(request, object, sources, client));
-    return evaluate(request, object, sources, nsAnnotations, owner);
+    owner = await (ownerLookup ?? ownerOf(request, object, owners.references, sources, client));
+    return evaluate(request, object, owners, sources, nsAnnotations, owner);
   } catch (err) {
     return failed(request, object, nsAnnotations, owner, err);
   }
@@ -185,6 +195,7 @@ async function handleAfterLookups(
 function evaluate(
   request: AdmissionRequest,
   object: Record<string, unknown>,
+  owners: VettedOwners,
   sources: AdmissionSources,
   nsAnnotations: Record<string, string>,
   owner: Owner | undefined,
@@ -197,22 +208,11 @@ function evaluate(
   const constraints = namespace && sources.namespaceConstraints ? sources.namespaceConstraints(namespace) : undefined;
   const kubernetesVersion = sources.kubernetesVersion?.();
   const answers = sources.answers;
-  const controller = answers ? cacheableController(kind, object, nsAnnotations) : undefined;
-  const lookup =
-    answers && controller !== undefined
-      ? answers.find(config, {
-          kind,
-          namespace,
-          object,
-          namespaceAnnotations: nsAnnotations,
-          namespaceLabels: nsLabels,
-          constraintsVersion: constraints?.version,
-          kubernetesVersion,
-          owner,
-          controller,
-        })
+  const key =
+    answers && cacheable(kind, object, owners.references, nsAnnotations)
+      ? answers.key(config, { kind, namespace, object, namespaceAnnotations: nsAnnotations, namespaceLabels: nsLabels, constraintsVersion: constraints?.version, kubernetesVersion, owner })
       : undefined;
-  const cached = lookup?.answer;
+  const cached = key !== undefined ? answers?.find(key) : undefined;
   if (cached) {
     const result = { ...cached.result, name: locate(object, kind).name };
     const response = cached.patch !== undefined ? patched(uid, cached.patch, cached.warnings) : allowed(uid, cached.warnings);
@@ -231,14 +231,13 @@ function evaluate(
     ...(kubernetesVersion && { kubernetesVersion }),
     ...(sources.kubectlDefaultContainer && { kubectlDefaultContainer: true }),
   });
-  // kubectl prints warnings to whoever created the pod: the start-up risks belong there too.
-  const warnings = boundedWarnings([...result.warnings, ...result.risks.map(riskWarning)]);
+  // kubectl prints warnings to whoever created the pod: the ignored owner references and start-up risks belong there too.
+  const warnings = boundedWarnings([...owners.warnings, ...result.warnings, ...result.risks.map(riskWarning)]);
   const patch = result.patch.length > 0 ? Buffer.from(JSON.stringify(result.patch)).toString('base64') : undefined;
   const response = patch !== undefined ? patched(uid, patch, warnings) : allowed(uid, warnings);
-  const keyed = lookup?.keyed;
-  if (!answers || keyed === undefined || controller === undefined) return evaluated(response, result, owner);
+  if (!answers || key === undefined) return evaluated(response, result, owner);
   const responseTail = encodeResponseTail(response);
-  answers.keep(config, keyed, controller, { result: recordOf(result), patch, warnings, responseTail });
+  answers.keep(key, { result: recordOf(result), patch, warnings, responseTail });
   return evaluated(response, result, owner, responseTail);
 }
 

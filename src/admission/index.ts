@@ -1,6 +1,7 @@
 /** Admission: an AdmissionReview in, the engine's answer out, with what metrics, logs and events need to know. */
-export { answerBody, handleAdmission, type AdmissionSources, type HandledAdmission } from './handler.js';
-export { TemplateAnswerLru, answerKey, type CachedAnswer } from './template-answer-lru.js';
+export { answerBody, handleAdmission, type AdmissionSources, type HandledAdmission, type PodIdentity } from './handler.js';
+export { ownerReferencesOf, type OwnerReference } from './owner-references.js';
+export { TemplateAnswerLru, type CachedAnswer } from './template-answer-lru.js';
 export {
   ADMISSION_FAILURE_CODES,
   SourceUnavailableError,
