@@ -14,6 +14,19 @@ export const FREE_FORM_VALUES_PER_LABEL = 8;
 /** Most label sets each admission counter keeps; beyond it, new sets are reported with their open labels as `other`. */
 export const MAX_LABEL_SETS = 500;
 
+/**
+ * Most bytes the label sets of each admission counter may hold, counted as each set's key at two bytes a character,
+ * four times over (the cap's key, the pending count's key and labels, the registry's hash and labels) and 256 bytes of
+ * objects around them; beyond it, new sets are folded as they are beyond MAX_LABEL_SETS.
+ */
+export const MAX_LABEL_SET_BYTES = 2 * 1024 * 1024;
+
+/** The owner kind as a label: a kind is a lowercase DNS-1035 label, and anything else a review made up is `other`. */
+export function ownerKindLabel(kind: string | undefined): string {
+  if (kind === undefined) return '';
+  return /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/.test(kind) ? kind : OTHER;
+}
+
 /** Longest value reported as itself: longer ones are never a setting worth a series. */
 const MAX_VALUE_LENGTH = 63;
 
@@ -84,24 +97,35 @@ export class ConfigLabelValues {
 }
 
 /**
- * Counts the distinct label sets of one counter and says when the cap is reached. The caller then reports a new set
- * with its open labels (namespace, owner kind, configuration) as `other`, so the sets that remain possible are the
- * product of the closed labels only (annotation_at, skip, skip_reason).
+ * Counts the distinct label sets of one counter, and what they hold, and says when a cap is reached. The caller then
+ * reports a new set with its open labels (namespace, owner kind, configuration) as `other`, so the sets that remain
+ * possible are the product of the closed labels only (annotation_at, skip, skip_reason).
  */
 export class LabelSetCap {
   private readonly keys = new Set<string>();
+  private held = 0;
 
-  constructor(readonly max = MAX_LABEL_SETS) {}
+  constructor(
+    readonly max = MAX_LABEL_SETS,
+    readonly maxBytes = MAX_LABEL_SET_BYTES,
+  ) {}
 
   /** True when `key` is already counted or there is room for it (and counts it). */
   admit(key: string): boolean {
     if (this.keys.has(key)) return true;
-    if (this.keys.size >= this.max) return false;
+    const bytes = 8 * key.length + 256;
+    if (this.keys.size >= this.max || this.held + bytes > this.maxBytes) return false;
     this.keys.add(key);
+    this.held += bytes;
     return true;
   }
 
   get size(): number {
     return this.keys.size;
+  }
+
+  /** What the counted sets hold, as counted against maxBytes. */
+  get bytes(): number {
+    return this.held;
   }
 }

@@ -2,7 +2,7 @@
 import type { Counter, Metric, Registry } from 'prom-client';
 import type { HandledAdmission } from '../admission/index.js';
 import { names } from '../engine/index.js';
-import { ConfigLabelValues, LabelSetCap, OTHER } from './metric-labels.js';
+import { ConfigLabelValues, LabelSetCap, OTHER, ownerKindLabel } from './metric-labels.js';
 
 /** Linkerd's label for each proxy annotation: the text after the first "/", with "-" as "_". */
 export function configLabel(annotation: string): string {
@@ -255,7 +255,7 @@ export class InjectorMetrics {
     const result = handled.result;
     const config = result.workloadConfiguration;
     const values = isEmpty(config) ? UNCONFIGURED : this.configuredValues(config);
-    const open: OpenLabels = { owner: handled.owner?.kind ?? '', namespace, values };
+    const open: OpenLabels = { owner: ownerKindLabel(handled.owner?.kind), namespace, values };
     const at = result.annotationAt;
     const requestKey = labelKey(open, at);
     const request = this.requestSets.admit(requestKey) ? open : FOLDED;
@@ -298,9 +298,9 @@ export class InjectorMetrics {
     this.refusals.inc({ status: String(status), reason });
   }
 
-  /** Distinct label sets of the admission request and response counters, for tests of the bound. */
-  get labelSets(): { requests: number; responses: number } {
-    return { requests: this.requestSets.size, responses: this.responseSets.size };
+  /** Distinct label sets of the admission request and response counters, and what they hold, for tests of the bound. */
+  get labelSets(): { requests: number; responses: number; bytes: number } {
+    return { requests: this.requestSets.size, responses: this.responseSets.size, bytes: this.requestSets.bytes + this.responseSets.bytes };
   }
 
   async metrics(): Promise<string> {

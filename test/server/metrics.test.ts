@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { handleAdmission, type HandledAdmission } from '../../src/admission/handler.js';
 import type { AdmissionRequest } from '../../src/admission/types.js';
 import { PROXY_ANNOTATIONS } from '../../src/engine/names.js';
-import { ConfigLabelValues, FREE_FORM_VALUES_PER_LABEL, MAX_LABEL_SETS, OTHER } from '../../src/server/metric-labels.js';
+import { ConfigLabelValues, FREE_FORM_VALUES_PER_LABEL, LabelSetCap, MAX_LABEL_SET_BYTES, MAX_LABEL_SETS, OTHER } from '../../src/server/metric-labels.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
 import { buildWebhookApp, DEFAULT_LIMITS } from '../../src/server/webhook.js';
 import { inject } from '../support/inject.js';
@@ -97,12 +97,42 @@ describe('admission counters stay bounded', () => {
     // The cap, plus the folded set (one per annotation_at in use).
     expect(requests.length).toBeLessThanOrEqual(MAX_LABEL_SETS + 1);
     expect(responses.length).toBeLessThanOrEqual(MAX_LABEL_SETS + 1);
-    expect(metrics.labelSets).toEqual({ requests: MAX_LABEL_SETS, responses: MAX_LABEL_SETS });
+    expect(metrics.labelSets).toMatchObject({ requests: MAX_LABEL_SETS, responses: MAX_LABEL_SETS });
     const folded = requests.find((l) => l.includes('owner_kind="other",namespace="other"'));
     expect(folded).toMatch(/proxy_log_level="other"/);
     expect(Number(folded?.slice(folded.lastIndexOf(' ') + 1))).toBe(100_000 - MAX_LABEL_SETS);
     // Bounded text too: a scrape is at most a few hundred KiB however many pods came by.
     expect(Buffer.byteLength(text)).toBeLessThan(2 * 1024 * 1024);
+  });
+
+  it('an owner kind that is no kind is `other`, and label sets of the longest values stay within their bytes', async () => {
+    const metrics = new InjectorMetrics({ processMetrics: false });
+    const sample = await handledPod();
+    for (let i = 0; i < 20; i++) metrics.record(withConfiguration(sample, {}, `Deploy${'x'.repeat(3_500_000)}${i}`), 'shop', 0.001);
+    let text = await metrics.metrics();
+    expect(series(text, 'proxy_inject_admission_requests_total')).toHaveLength(1);
+    expect(series(text, 'proxy_inject_admission_requests_total')[0]).toContain('owner_kind="other"');
+    // Every configuration label at its longest free-form value, in namespaces of the longest name.
+    for (let i = 0; i < 2_000; i++) {
+      const configuration: Record<string, string> = {};
+      for (const key of PROXY_ANNOTATIONS) configuration[key] = `${i}`.padEnd(63, 'v');
+      metrics.record(withConfiguration(sample, configuration, 'deployment'), `${i}`.padEnd(63, 'n'), 0.001);
+    }
+    text = await metrics.metrics();
+    expect(metrics.labelSets.requests).toBe(MAX_LABEL_SETS);
+    expect(metrics.labelSets.bytes).toBeGreaterThan(MAX_LABEL_SETS * 1_000);
+    expect(metrics.labelSets.bytes).toBeLessThanOrEqual(2 * MAX_LABEL_SET_BYTES);
+    expect(Buffer.byteLength(text)).toBeLessThan(4 * 1024 * 1024);
+  });
+
+  it('a cap of bytes folds sets of long keys before a cap of sets would', () => {
+    const cap = new LabelSetCap(500, 100_000);
+    let admitted = 0;
+    for (let i = 0; i < 500; i++) if (cap.admit(`${i}`.padEnd(1_000, 'k'))) admitted++;
+    // Each key of 1,000 characters is counted 8,256 bytes: twelve fit in 100,000.
+    expect(admitted).toBe(12);
+    expect(cap.bytes).toBeLessThanOrEqual(100_000);
+    expect(cap.admit('0'.padEnd(1_000, 'k'))).toBe(true);
   });
 
   it('past the cap, injected and skipped pods are folded apart, each response under its own skip labels, across scrapes', async () => {
