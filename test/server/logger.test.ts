@@ -40,13 +40,13 @@ describe('the JSON log', () => {
     const out = logOf(`
       const wide = 'é→😀';
       for (let i = 0; i < 3000; i++) log.info(\`line \${i} \${wide}\`);
-      log.info('long ' + 'x'.repeat(100000));
-      log.info('wide ' + wide.repeat(12000));
-      log.info('wide again ' + wide.repeat(5000));
+      log.info('long ' + 'x'.repeat(8000));
+      log.info('wide ' + wide.repeat(2000));
+      log.info('wide again ' + wide.repeat(1000));
       log.info('last');
     `);
     const got = messages(out);
-    const want = [...Array.from({ length: 3000 }, (_, i) => `line ${i} é→😀`), `long ${'x'.repeat(100000)}`, `wide ${'é→😀'.repeat(12000)}`, `wide again ${'é→😀'.repeat(5000)}`, 'last'];
+    const want = [...Array.from({ length: 3000 }, (_, i) => `line ${i} é→😀`), `long ${'x'.repeat(8000)}`, `wide ${'é→😀'.repeat(2000)}`, `wide again ${'é→😀'.repeat(1000)}`, 'last'];
     expect(got.length).toBe(want.length);
     expect(got).toEqual(want);
   });
@@ -61,13 +61,29 @@ describe('the JSON log', () => {
   });
 
   it('writes the lines pending at exit: in eight processes, none loses its last lines', async () => {
-    // The large line is written in the background; the two short ones are still waiting for it when the script ends.
-    const runs = await Promise.all(Array.from({ length: 8 }, () => logOfAsync(`log.info('big ' + 'x'.repeat(200000)); log.info('a'); log.info('b');`)));
+    // The large lines are written in the background; the two short ones are still waiting for them when the script ends.
+    const runs = await Promise.all(Array.from({ length: 8 }, () => logOfAsync(`for (let i = 0; i < 30; i++) log.info('big ' + 'x'.repeat(8000)); log.info('a'); log.info('b');`)));
     for (const run of runs) {
       expect(run.stderr).toBe('');
       expect(run.status).toBe(0);
-      expect(messages(run.stdout)).toEqual([`big ${'x'.repeat(200000)}`, 'a', 'b']);
+      expect(messages(run.stdout)).toEqual([...Array.from({ length: 30 }, () => `big ${'x'.repeat(8000)}`), 'a', 'b']);
     }
+  });
+
+  it('cuts a line to a few KiB whatever it is given: a long message, long texts, long lists, deep objects, errors', () => {
+    const out = logOf(`
+      log.info({ risks: Array.from({ length: 100000 }, (_, i) => 'risk_' + i), name: 'n'.repeat(1000000), deep: { a: { b: { c: { d: { e: 1 } } } } } }, 'm'.repeat(1000000));
+      log.error({ err: new Error('e'.repeat(1000000)) }, 'failed');
+    `);
+    const [first, second] = out.trim().split('\n').map((line) => JSON.parse(line) as Record<string, any>);
+    expect(out.split('\n').every((line) => line.length < 16 * 1024)).toBe(true);
+    expect(first?.msg).toBe(`${'m'.repeat(8192)}... (${1000000 - 8192} more characters)`);
+    expect(first?.risks).toHaveLength(33);
+    expect(first?.risks[32]).toBe('and 99968 more');
+    expect(first?.name).toMatch(/^n{2048}\.\.\. \(997952 more characters\)$/);
+    expect(first?.deep).toEqual({ a: { b: { c: { d: '(an object)' } } } });
+    expect(second?.err.message).toMatch(/^e{2048}\.\.\. \(997952 more characters\)$/);
+    expect(second?.err.type).toBe('Error');
   });
 
   it('writes lines logged across many turns of the event loop', async () => {
