@@ -2,7 +2,7 @@
  * Kubernetes manifests in and out: files, directories and stdin read as YAML 1.1 (or JSON) streams, and documents
  * written back with their comments and layout, or as JSON.
  */
-import { readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import {
   Composer,
@@ -146,15 +146,22 @@ export function expandInputs(args: readonly string[], cwd: string): string[] {
       const childReal = join(real, name);
       const manifest = MANIFEST_EXTENSIONS.some((ext) => name.endsWith(ext));
       // What is not named as a manifest is only looked at to find directories: one that cannot be (a dangling link,
-      // a special file) is skipped, as kubectl skips it.
+      // a special file) is skipped, as kubectl skips it. A link is not followed into a directory, as Go's filepath.Walk
+      // does not follow one: two links to "." would otherwise be a walk without end.
       let stat: Stats | undefined;
+      let linked = false;
       try {
-        stat = statSync(childReal);
+        const own = lstatSync(childReal);
+        linked = own.isSymbolicLink();
+        stat = linked ? statSync(childReal) : own;
       } catch (err) {
         if (manifest) throw pathProblem(childShown, err);
       }
-      if (stat?.isDirectory()) walk(childShown, childReal);
-      else if (manifest) files.push(childShown);
+      if (stat?.isDirectory()) {
+        if (!linked) walk(childShown, childReal);
+      } else if (manifest) {
+        files.push(childShown);
+      }
     }
   };
   for (const arg of args) {

@@ -62,6 +62,23 @@ describe('bad input', () => {
     expect(dangling.stderr).toMatch(/walked\/db\.yaml: no such file/);
   });
 
+  it('a directory walk does not follow links into directories, as Go\'s filepath.Walk does not: two links to "." end', async () => {
+    const looped = join(dir, 'looped');
+    mkdirSync(join(looped, 'real'), { recursive: true });
+    writeFileSync(join(looped, 'real', 'app.yaml'), POD);
+    symlinkSync('.', join(looped, 'here'));
+    symlinkSync('..', join(looped, 'real', 'up'));
+    // A link to a manifest file is still read.
+    symlinkSync(join(looped, 'real', 'app.yaml'), join(looped, 'linked.yaml'));
+    const result = await runInject([looped]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('pod "web" annotated: linkerd.io/inject: enabled\npod "web" annotated: linkerd.io/inject: enabled\n');
+    // Named on the command line, a link to a directory is walked: it is what the user asked for.
+    const named = await runInject([join(looped, 'here')]);
+    expect(named.code).toBe(0);
+    expect(named.stderr.split('\n').filter(Boolean)).toHaveLength(2);
+  });
+
   it('uninject says a document that is not an object could not be uninjected, and what it is', async () => {
     const result = await runUninject([file('scalar.yaml', 'just a string\n')]);
     expect(result.code).toBe(1);
