@@ -87,7 +87,9 @@ export type BodyRefusal =
   /** With the client's other reviews, it would pass what one client may hold. */
   | { bound: 'client'; held: number }
   /** With every other review, it would pass what all may hold. */
-  | { bound: 'all'; held: number };
+  | { bound: 'all'; held: number }
+  /** The client went away before its body ended: nobody is left to answer. */
+  | { bound: 'gone' };
 
 export interface BodyCharge {
   client: string;
@@ -100,20 +102,23 @@ export interface BodyCharge {
  * starts. Stops reading at the first bound met and resolves with which one; the charge is the caller's to give back.
  */
 export function readBody(payload: Readable, maxBytes: number, budget: InFlightBytes, charge: BodyCharge): Promise<string | BodyRefusal> {
-  return new Promise((resolve, reject) => {
+  return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     const counter = new JsonValueCounter();
     let bytes = 0;
     let values = 0;
     const stop = (refusal: BodyRefusal): void => {
-      // Nothing more is read from a client whose body is refused: its connection is closed once the refusal is sent.
-      payload.pause();
+      // The rest of a refused body is dropped as it arrives, so that the client can read the refusal before its
+      // connection is closed; its bytes are neither kept nor charged.
       payload.off('data', onData);
       payload.off('end', onEnd);
-      payload.off('error', reject);
+      payload.off('error', onError);
+      payload.on('error', () => {});
+      payload.resume();
       chunks.length = 0;
       resolve(refusal);
     };
+    const onError = (): void => stop({ bound: 'gone' });
     const onData = (chunk: Buffer): void => {
       bytes += chunk.length;
       if (bytes > maxBytes) return stop({ bound: 'body', bytes });
@@ -129,6 +134,6 @@ export function readBody(payload: Readable, maxBytes: number, budget: InFlightBy
     const onEnd = (): void => resolve(Buffer.concat(chunks, bytes).toString('utf8'));
     payload.on('data', onData);
     payload.once('end', onEnd);
-    payload.once('error', reject);
+    payload.once('error', onError);
   });
 }

@@ -122,8 +122,12 @@ class Refusal extends Error {
     readonly status: number,
     message: string,
     readonly reason: RefusalReason,
-    /** The connection is not kept: the rest of the request is not worth reading. */
-    readonly close = true,
+    /**
+     * Refused while its body was still arriving: the rest is read and dropped, and the connection closed once it has
+     * all arrived, so that the client reads the refusal rather than a reset. Any other refusal closes the connection
+     * at once: the rest of the request is not worth reading.
+     */
+    readonly midBody = false,
   ) {
     super(message);
   }
@@ -198,29 +202,37 @@ function refusalOf(error: FastifyError | Refusal, maxBodyBytes: number): Refusal
   }
 }
 
+/** A request whose client went away before its body ended: there is no one to answer, and nothing to count. */
+class Gone extends Error {}
+
 /** A body that met a bound while it arrived, as the refusal its client gets. */
-function bodyRefusal(refusal: BodyRefusal, maxBodyBytes: number, budget: InFlightBytes): Refusal {
+function bodyRefusal(refusal: BodyRefusal, maxBodyBytes: number, budget: InFlightBytes): Refusal | Gone {
   switch (refusal.bound) {
+    case 'gone':
+      return new Gone('the client went away before its body ended');
     case 'body':
-      return new Refusal(413, `the body is larger than ${maxBodyBytes} bytes`, 'body_too_large');
+      return new Refusal(413, `the body is larger than ${maxBodyBytes} bytes`, 'body_too_large', true);
     case 'values':
       return new Refusal(
         413,
         `the body holds too many JSON values: its first ${refusal.bytes} bytes start ${refusal.values}, and at ${BYTES_PER_VALUE} bytes each ` +
           `once parsed they pass the ${budget.perClient} bytes one client's reviews may hold`,
         'too_many_values',
+        true,
       );
     case 'client':
       return new Refusal(
         429,
         `this client's reviews being read or answered hold ${refusal.held} bytes, and one client's may hold at most ${budget.perClient}: send the review again`,
         'client_bytes_in_flight',
+        true,
       );
     case 'all':
       return new Refusal(
         503,
         `the injector's reviews being read or answered hold ${refusal.held} bytes, and it takes at most ${budget.limit} at once: send the review again`,
         'too_many_bytes_in_flight',
+        true,
       );
   }
 }
@@ -258,19 +270,20 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   app.addContentTypeParser('application/json', (request, payload, done) => {
     const charge = charges.get(request);
     if (!charge) return done(new Error('a body arrived before its request was counted'), undefined);
-    readBody(payload, limits.maxBodyBytes, inFlight, charge).then(
-      (body) => (typeof body === 'string' ? done(null, body) : done(bodyRefusal(body, limits.maxBodyBytes, inFlight), undefined)),
-      (err: Error) => done(err, undefined),
+    void readBody(payload, limits.maxBodyBytes, inFlight, charge).then((body) =>
+      typeof body === 'string' ? done(null, body) : done(bodyRefusal(body, limits.maxBodyBytes, inFlight), undefined),
     );
     return undefined;
   });
 
-  app.setErrorHandler((error: FastifyError | Refusal, _request, reply) => {
+  app.setErrorHandler((error: FastifyError | Refusal | Gone, request, reply) => {
+    if (error instanceof Gone) return reply.hijack();
     const refusal = refusalOf(error, limits.maxBodyBytes);
     if (refusal) {
       metrics.refused(refusal.status, refusal.reason);
       logger.warn({ status: refusal.status, reason: refusal.message }, 'rejected admission request');
-      return sendText(reply, refusal.status, `${oneLine(refusal.message)}\n`, refusal.close);
+      if (refusal.midBody) closeWhenBodyEnds(request);
+      return sendText(reply, refusal.status, `${oneLine(refusal.message)}\n`, !refusal.midBody);
     }
     // A stack overflow or any other internal error stays in the log: the API server is told only that it happened.
     metrics.refused(500, 'internal_error');
@@ -339,6 +352,15 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
 function sendText(reply: FastifyReply, status: number, text: string, close: boolean): FastifyReply {
   if (close) reply.header('connection', 'close');
   return reply.code(status).header('content-type', TEXT).send(text);
+}
+
+/** Ends a request's connection once the rest of its body (read and dropped by readBody) has arrived. */
+function closeWhenBodyEnds(request: FastifyRequest): void {
+  const end = (): void => {
+    request.socket.end();
+  };
+  if (request.raw.complete) end();
+  else request.raw.once('end', end);
 }
 
 /** node:http reads the data itself; the listener only moves its parsing onto the stream (see buildWebhookApp). */

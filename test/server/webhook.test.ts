@@ -363,6 +363,21 @@ describe('what reviews in flight hold', () => {
     expect((await trickling).statusCode).toBe(200);
   });
 
+  it('a client that goes away before its body ends is neither answered nor counted, and what it held is given back', async () => {
+    const { app, metrics } = held({ maxBodyBytes: 100_000, maxInFlightBytes: 200_000 });
+    const body = padded('shop');
+    const cut = new PassThrough();
+    cut.write(body.slice(0, 80_000));
+    const gone = from(app, '10.0.0.1', cut, body.length).catch((err: unknown) => err);
+    await new Promise((r) => setTimeout(r, 50));
+    cut.destroy(new Error('connection reset by peer'));
+    await gone;
+    // The 80,000 bytes it held are free again: two more of the same client fit.
+    for (const res of await Promise.all([from(app, '10.0.0.1', padded('shop', 40_000)), from(app, '10.0.0.1', padded('shop', 40_000))])) expect(res.statusCode).toBe(200);
+    const text = await metrics.metrics();
+    expect(text).not.toMatch(/proxy_inject_admission_refusals_total\{/);
+  });
+
   it("charge each JSON value: a small body of many values that alone passes a client's share gets 413 with how many", async () => {
     const { app, metrics } = held({ maxBodyBytes: 100_000, maxInFlightBytes: 200_000 });
     const review = admissionReview(pod());
