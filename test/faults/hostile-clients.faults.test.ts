@@ -28,6 +28,7 @@ const PLAN: Record<FaultName, { count: number; pauseMs: number; boundMs: number 
   'idle after handshake': { count: 100, pauseMs: 0, boundMs: HEADERS_MS },
   'slow headers': { count: 150, pauseMs: 0, boundMs: HEADERS_MS },
   'slow body': { count: 100, pauseMs: 0, boundMs: REQUEST_MS },
+  'large body trickled': { count: 8, pauseMs: 0, boundMs: REQUEST_MS },
   'oversized headers': { count: 4, pauseMs: 100, boundMs: 0 },
   'pipelined garbage': { count: 4, pauseMs: 100, boundMs: 0 },
   'plain HTTP': { count: 4, pauseMs: 100, boundMs: 0 },
@@ -40,6 +41,7 @@ const EXPECTED_ANSWERS: Record<FaultName, string[]> = {
   'idle after handshake': ['closed without an answer', '408'],
   'slow headers': ['408'],
   'slow body': ['408'],
+  'large body trickled': ['408'],
   'oversized headers': ['431'],
   // Node parses the garbage before the review's answer is written and ends the connection with 400: the client loses
   // only its own pipelined request.

@@ -10,6 +10,8 @@ export interface Target {
   host: string;
   port: number;
   ca: string;
+  /** The address the attacker's connections come from (loopback has every 127.x address). */
+  localAddress?: string;
 }
 
 export interface FaultTally {
@@ -42,10 +44,10 @@ function watch(socket: Socket): Watched {
   return { socket, opened: performance.now(), received: () => received, closed };
 }
 
-const tcp = (t: Target): Watched => watch(tcpConnect({ host: t.host, port: t.port }));
+const tcp = (t: Target): Watched => watch(tcpConnect({ host: t.host, port: t.port, ...(t.localAddress && { localAddress: t.localAddress }) }));
 
 async function tls(t: Target): Promise<Watched> {
-  const socket = tlsConnect({ host: t.host, port: t.port, ca: t.ca, servername: 'localhost' });
+  const socket = tlsConnect({ host: t.host, port: t.port, ca: t.ca, servername: 'localhost', ...(t.localAddress && { localAddress: t.localAddress }) });
   const watched = watch(socket);
   await Promise.race([new Promise((resolve) => socket.once('secureConnect', resolve)), watched.closed]);
   return watched;
@@ -110,6 +112,14 @@ export const FAULTS = {
     w.socket.write(`POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
     tally.injected++;
     await trickle(w, body, 2000);
+    record(tally, w);
+  },
+  /** Headers declaring a body of the largest size the webhook takes, then a byte of it a second. */
+  'large body trickled': async (t, tally) => {
+    const w = await tls(t);
+    w.socket.write(`POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${4 * 1024 * 1024}\r\n\r\n`);
+    tally.injected++;
+    await trickle(w, ' ', 1000);
     record(tally, w);
   },
   /** One 64 KiB header. */

@@ -56,13 +56,14 @@ export function tlsDir(): string {
 export const caOf = (dir: string): string => readFileSync(join(dir, 'ca.crt'), 'utf8');
 
 /**
- * Starts `serve --no-cluster` on loopback from the built dist/ and resolves once it listens; `nodeOptions` as the
- * image's, when the memory it may take matters.
+ * Starts `serve --no-cluster` (or with `kubeconfig`'s cluster) on loopback from the built dist/ and resolves once it
+ * listens; `nodeOptions` as the image's, when the memory it may take matters.
  */
-export async function startInjector(tls: string, extra: string[] = [], options: { nodeOptions?: string; addr?: string } = {}): Promise<Injector> {
+export async function startInjector(tls: string, extra: string[] = [], options: { nodeOptions?: string; addr?: string; kubeconfig?: string } = {}): Promise<Injector> {
+  const cluster = options.kubeconfig === undefined ? ['--no-cluster'] : ['--kubeconfig', options.kubeconfig];
   const child = spawn(
     process.execPath,
-    [join(root, 'dist', 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', options.addr ?? '127.0.0.1:0', '--admin-addr', '127.0.0.1:0',
+    [join(root, 'dist', 'cli', 'main.js'), 'serve', ...cluster, '--addr', options.addr ?? '127.0.0.1:0', '--admin-addr', '127.0.0.1:0',
       '--tls-dir', tls, '--trust-anchors', anchorsPath, '--log-format', 'json', ...extra],
     { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KUBECONFIG: '', ...(options.nodeOptions !== undefined && { NODE_OPTIONS: options.nodeOptions }) } },
   );
