@@ -9,7 +9,7 @@ import { names } from '../engine/index.js';
 import { apiErrorMessage, apiStatus } from './api.js';
 import type { ApiClient } from './client.js';
 import { ResilientInformer } from './informer.js';
-import { TokenBucket } from './rate.js';
+import { ReadBudget } from './rate.js';
 
 export interface NamespaceCacheOptions {
   client: ApiClient;
@@ -24,8 +24,8 @@ export interface NamespaceCacheOptions {
   readThroughMax?: number;
   /** Told whether each lookup was served by the cache, by a direct read, or failed. */
   onLookup?: (result: 'cache' | 'read' | 'failed') => void;
-  /** Direct reads allowed: reviews can name any namespace (default 20 a second, 100 at once; shared with owner reads). */
-  reads?: TokenBucket;
+  /** Direct reads allowed, by the address of the review that causes them: reviews can name any namespace (shared with owner reads). */
+  reads?: ReadBudget;
   /** How long a namespace the API server said does not exist is remembered so (default 10 s). */
   missingTtlMs?: number;
   watchdogMs?: number;
@@ -54,10 +54,10 @@ export class NamespaceCache {
   private readonly readThrough = new Map<string, { annotations: Record<string, string>; labels: Record<string, string> | undefined; at: number }>();
   /** Namespaces the API server said do not exist, and when: reviews that name one are not each a read. */
   private readonly missing = new Map<string, number>();
-  private readonly reads: TokenBucket;
+  private readonly reads: ReadBudget;
 
   constructor(private readonly options: NamespaceCacheOptions) {
-    this.reads = options.reads ?? new TokenBucket(20, 100);
+    this.reads = options.reads ?? new ReadBudget();
     this.informer = new ResilientInformer<V1Namespace>({
       name: 'namespaces',
       client: options.client,
@@ -144,9 +144,10 @@ export class NamespaceCache {
 
   /**
    * The namespace's annotations; throws a SourceUnavailableError (NAMESPACE_UNKNOWN) when neither the cache nor a direct
-   * read has them, which the admission handler treats as undecidable.
+   * read has them, which the admission handler treats as undecidable. `client` is the address of the review, whose read
+   * budget pays for a direct read.
    */
-  async annotations(name: string): Promise<Record<string, string>> {
+  async annotations(name: string, client = ''): Promise<Record<string, string>> {
     const cached = this.informer.get(name);
     if (cached) {
       this.options.onLookup?.('cache');
@@ -163,7 +164,7 @@ export class NamespaceCache {
       throw new SourceUnavailableError('NAMESPACE_UNKNOWN', `the annotations of namespace ${name} are not known yet (it was not found)`);
     }
     let pending = this.reading.get(name);
-    if (!pending && !this.reads.take()) {
+    if (!pending && !this.reads.take(client)) {
       this.options.onLookup?.('failed');
       throw new SourceUnavailableError('NAMESPACE_UNKNOWN', `the annotations of namespace ${name} are not known yet (too many namespaces not in the cache are being read)`);
     }
@@ -178,7 +179,10 @@ export class NamespaceCache {
             return annotations;
           },
           (err: unknown) => {
-            if (apiStatus(err) === 404) this.rememberMissing(name);
+            if (apiStatus(err) === 404) {
+              this.rememberMissing(name);
+              this.reads.notFound(client);
+            }
             throw err;
           },
         )

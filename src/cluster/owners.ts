@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { names, objectName, type Owner } from '../engine/index.js';
 import { apiErrorMessage, apiStatus } from './api.js';
 import type { ApiClient } from './client.js';
-import { TokenBucket } from './rate.js';
+import { ReadBudget } from './rate.js';
 
 /** An owner with what an Event needs to point at it. */
 export interface ResolvedOwner extends Owner {
@@ -82,8 +82,8 @@ export interface OwnerResolverOptions {
   missingTtlMs?: number;
   /** Most entries remembered (default 4096). */
   maxEntries?: number;
-  /** Reads allowed: reviews can name any owner (default 20 a second, 100 at once; shared with namespace reads). */
-  reads?: TokenBucket;
+  /** Reads allowed, by the address of the review that causes them: reviews can name any owner (shared with namespace reads). */
+  reads?: ReadBudget;
 }
 
 /** The longest name an object can have (a DNS subdomain). */
@@ -97,17 +97,18 @@ export class OwnerResolver {
   private readonly cache = new Map<string, { record: OwnerRecord | undefined; at: number }>();
   /** Reads in progress, so that a burst of pods of one new ReplicaSet reads it once. */
   private readonly reading = new Map<string, Promise<OwnerRecord | undefined>>();
-  private readonly reads: TokenBucket;
+  private readonly reads: ReadBudget;
 
   constructor(
     private readonly lookup: OwnerLookup,
     private readonly logger: Logger,
     private readonly options: OwnerResolverOptions = {},
   ) {
-    this.reads = options.reads ?? new TokenBucket(20, 100);
+    this.reads = options.reads ?? new ReadBudget();
   }
 
-  async resolve(pod: PodLike, namespace: string): Promise<ResolvedOwner> {
+  /** The pod's workload; `client` is the address of the review, whose read budget pays for any read. */
+  async resolve(pod: PodLike, namespace: string, client = ''): Promise<ResolvedOwner> {
     const meta = pod.metadata ?? {};
     const refs = meta.ownerReferences ?? [];
     // A pod is not stored yet while it is admitted.
@@ -126,7 +127,7 @@ export class OwnerResolver {
     if ((ref.kind !== 'ReplicaSet' && ref.kind !== 'Job') || ref.name.length > MAX_OBJECT_NAME) return direct;
     let record: OwnerRecord | undefined;
     try {
-      record = await this.ownersOf(ref.kind, namespace, ref.name, ref.uid);
+      record = await this.ownersOf(ref.kind, namespace, ref.name, ref.uid, client);
     } catch (err) {
       this.warnUnread(ref.kind, namespace, ref.name, err, 'using it as the workload');
       return direct;
@@ -151,11 +152,11 @@ export class OwnerResolver {
    * read, as it is. Such a workload owns its pods directly, so resolving their owner needs no read, and admission does
    * not wait for this one: it is made only for the events of its pods, after they were answered.
    */
-  async withOwnMetadata(owner: ResolvedOwner): Promise<ResolvedOwner> {
+  async withOwnMetadata(owner: ResolvedOwner, client = ''): Promise<ResolvedOwner> {
     const kind = DIRECT_OWNERS.get(`${owner.apiVersion} ${owner.apiKind}`);
     if (kind === undefined || owner.exists || owner.name.length > MAX_OBJECT_NAME) return owner;
     try {
-      const record = await this.ownersOf(kind, owner.namespace, owner.name, owner.uid ?? '');
+      const record = await this.ownersOf(kind, owner.namespace, owner.name, owner.uid ?? '', client);
       return record ? withMisplaced({ ...owner, exists: true }, record) : owner;
     } catch (err) {
       this.warnUnread(kind, owner.namespace, owner.name, err, 'its event says nothing of its own annotations');
@@ -169,13 +170,13 @@ export class OwnerResolver {
   }
 
   /** What was read of a workload, undefined if it was recently found missing; throws if unreadable. */
-  private ownersOf(kind: ReadKind, namespace: string, name: string, uid: string): Promise<OwnerRecord | undefined> {
+  private ownersOf(kind: ReadKind, namespace: string, name: string, uid: string, client: string): Promise<OwnerRecord | undefined> {
     const key = `${kind}/${namespace}/${name}/${uid}`;
     const hit = this.cache.get(key);
     const ttl = hit?.record ? (this.options.ttlMs ?? 600_000) : (this.options.missingTtlMs ?? 10_000);
     if (hit && Date.now() - hit.at < ttl) return Promise.resolve(hit.record);
     let pending = this.reading.get(key);
-    if (!pending && !this.reads.take()) return Promise.reject(new ReadsExhausted(`too many owners are being read`));
+    if (!pending && !this.reads.take(client)) return Promise.reject(new ReadsExhausted(`too many owners are being read`));
     if (!pending) {
       pending = this.lookup
         .ownersOf(kind, namespace, name)
@@ -187,7 +188,10 @@ export class OwnerResolver {
           (err: unknown) => {
             // A pod naming an owner that does not exist is a mistake that repeats: one read per pod would only load
             // the API server. Other failures may pass, so they are read again.
-            if (apiStatus(err) === 404) this.remember(key, undefined);
+            if (apiStatus(err) === 404) {
+              this.remember(key, undefined);
+              this.reads.notFound(client);
+            }
             throw err;
           },
         )

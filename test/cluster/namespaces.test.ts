@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SourceUnavailableError } from '../../src/admission/index.js';
 import { NamespaceCache, type NamespaceCacheOptions } from '../../src/cluster/namespaces.js';
-import { TokenBucket } from '../../src/cluster/rate.js';
+import { ReadBudget } from '../../src/cluster/rate.js';
 import { fakeApi, namespaceFrom, type FakeApi, type FakeApiOptions } from './fake-api.js';
 
 const silent = pino({ level: 'silent' });
@@ -108,7 +108,7 @@ describe('NamespaceCache', () => {
   });
 
   it('reads at most as many namespaces as its rate allows; the others are unknown, without a read', async () => {
-    const c = await syncedCache({ read: namespaceFrom }, { reads: new TokenBucket(0, 3) });
+    const c = await syncedCache({ read: namespaceFrom }, { reads: new ReadBudget({ perSecond: 0, burst: 3 }) });
     const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => c.annotations(`new-${i}`)));
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
     const refused = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -117,7 +117,7 @@ describe('NamespaceCache', () => {
   });
 
   it('remembers directly read namespaces only up to its bound under a churn of namespaces the watch never delivers', async () => {
-    const c = await syncedCache({ read: namespaceFrom }, { readThroughMax: BOUND, reads: new TokenBucket(Infinity, Infinity) });
+    const c = await syncedCache({ read: namespaceFrom }, { readThroughMax: BOUND, reads: new ReadBudget({ perSecond: Infinity, burst: Infinity }) });
     let largest = 0;
     for (let i = 0; i < 3 * BOUND; i++) {
       expect(await c.annotations(`ns-${i}`)).toEqual({ 'linkerd.io/inject': `enabled-ns-${i}` });

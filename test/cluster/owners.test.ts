@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { apiOwnerLookup, OwnerResolver, type OwnerLookup, type OwnerResolverOptions } from '../../src/cluster/owners.js';
-import { TokenBucket } from '../../src/cluster/rate.js';
+import { ReadBudget } from '../../src/cluster/rate.js';
 import { fakeApi } from './fake-api.js';
 
 const silent = pino({ level: 'silent' });
@@ -178,7 +178,7 @@ describe('OwnerResolver', () => {
 
   it('reads at most as many owners as its rate allows; a pod whose owner is not read keeps it as named, not known to exist', async () => {
     const calls: string[] = [];
-    const resolver = new OwnerResolver(lookup(owners, calls), silent, { reads: new TokenBucket(0, 2) });
+    const resolver = new OwnerResolver(lookup(owners, calls), silent, { reads: new ReadBudget({ perSecond: 0, burst: 2 }) });
     const got = [];
     for (const name of ['web-5f', 'orphan', 'rollout-rs']) got.push(await resolver.resolve(podOwnedBy(ref('ReplicaSet', name)), 'shop'));
     expect(calls).toEqual(['ReplicaSet/shop/web-5f', 'ReplicaSet/shop/orphan']);
@@ -197,7 +197,7 @@ describe('OwnerResolver', () => {
         return { owners: [ref('Deployment', name.replace(/-rs$/, ''))] };
       },
     };
-    const resolver = new OwnerResolver(churn, silent, { maxEntries: 100, reads: new TokenBucket(Infinity, Infinity) });
+    const resolver = new OwnerResolver(churn, silent, { maxEntries: 100, reads: new ReadBudget({ perSecond: Infinity, burst: Infinity }) });
     let largest = 0;
     for (let i = 0; i < 10_000; i++) {
       const owner = await resolver.resolve(podOwnedBy(ref('ReplicaSet', `d${i}-rs`)), `ns-${i % 700}`);
