@@ -6,9 +6,11 @@ import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AdmissionRequest } from '../../src/admission/index.js';
-import { createContext, type InjectorContext } from '../../src/cluster/context.js';
+import { handleAdmission, type AdmissionRequest } from '../../src/admission/index.js';
+import { createContext, type EventPolicy, type InjectorContext } from '../../src/cluster/context.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
+import { admissionReview } from '../support/admission.js';
+import { pod } from '../support/engine.js';
 import { fakeClock } from './clock.js';
 import { fakeApi, namespaceFrom, notFound, type FakeApi } from './fake-api.js';
 
@@ -17,15 +19,16 @@ const FORGER = '10.0.0.66';
 const APISERVER = '10.0.0.1';
 
 /**
- * A cluster in which every ReplicaSet and namespace exists, owned by a Deployment named after it, but those named
- * `forged-…`, which do not.
+ * A cluster in which every workload and namespace exists, a ReplicaSet owned by a Deployment named after it, but those
+ * named `forged-…`, which do not. The watch delivers only namespace shop.
  */
 function cluster(path: string, res: ServerResponse): void {
   const name = path.slice(path.lastIndexOf('/') + 1);
   if (name.startsWith('forged-')) return notFound(res);
-  if (!path.includes('/replicasets/')) return namespaceFrom(path, res);
+  if (!path.startsWith('/apis/')) return namespaceFrom(path, res);
   const deployment = { apiVersion: 'apps/v1', kind: 'Deployment', name: `${name}-deployment`, uid: `uid-${name}`, controller: true };
-  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ metadata: { name, ownerReferences: [deployment] } }));
+  const owners = path.includes('/replicasets/') ? [deployment] : [];
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ metadata: { name, ownerReferences: owners } }));
 }
 
 const request = { namespace: 'shop' } as AdmissionRequest;
@@ -43,21 +46,22 @@ afterEach(async () => {
   context = api = undefined;
 });
 
-async function clusterContext(): Promise<{ sources: InjectorContext['sources']; reads: string[] }> {
-  api = await fakeApi({ lists: { '/api/v1/resourcequotas': [], '/api/v1/limitranges': [] }, read: cluster });
+async function clusterContext(events: EventPolicy = 'none'): Promise<{ context: InjectorContext; sources: InjectorContext['sources']; reads: string[] }> {
+  const shop = { kind: 'Namespace', apiVersion: 'v1', metadata: { name: 'shop' } };
+  api = await fakeApi({ lists: { '/api/v1/namespaces': [shop], '/api/v1/resourcequotas': [], '/api/v1/limitranges': [] }, read: cluster });
   context = await createContext({
     cluster: { client: api.client, source: 'test', server: 'fake' },
     controlPlaneNamespace: 'linkerd',
     trustAnchorsPath: join(root, 'examples', 'trust-anchors.pem'),
     logger: pino({ level: 'silent' }),
     metrics: new InjectorMetrics(),
-    events: 'none',
+    events,
     linkerdPaths: { values: join(root, 'no-such-values'), trustRoots: join(root, 'no-such-roots') },
     // Time stands still: what the budget allows is then a count, whatever the machine's speed.
     now: fakeClock().now,
   });
   while (context.notReadyBecause().length > 0) await new Promise((resolve) => setTimeout(resolve, 10));
-  return { sources: context.sources, reads: api.reads };
+  return { context, sources: context.sources, reads: api.reads };
 }
 
 describe('the reads reviews cause, shared by client address', () => {
@@ -102,5 +106,25 @@ describe('the reads reviews cause, shared by client address', () => {
     const resolved = await Promise.all(range(100).map((i) => owner(request, podOf(`web-${i}`), APISERVER)));
     expect(resolved.map((o) => o?.name)).toEqual(range(100).map((i) => `web-${i}-deployment`));
     expect(reads.filter((path) => path.includes('/replicasets/'))).toHaveLength(100);
+  });
+
+  it("the read made for a StatefulSet's events, once its pod is answered, costs the address the pod came from", async () => {
+    const { context, sources, reads } = await clusterContext('all');
+    const owner = sources.owner;
+    if (!owner) throw new Error('a cluster context resolves owners');
+    await Promise.allSettled(range(300).map((i) => owner(request, podOf(`forged-${i}`), FORGER)));
+    const podOfStatefulSet = (name: string) => ({
+      ...pod(),
+      metadata: { name: `${name}-0`, namespace: 'shop', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name, uid: `uid-${name}`, controller: true }] },
+    });
+    // The forger's first: had its read been made, it would reach the API server before the other's Event is written.
+    for (const [name, client] of [['forged-db', FORGER], ['db', APISERVER]] as const) {
+      const review = admissionReview(podOfStatefulSet(name))['request'] as AdmissionRequest;
+      context.onAdmitted(await handleAdmission(review, sources, client), review);
+    }
+    const written = () => reads.some((path) => path === '/api/v1/namespaces/shop/events');
+    for (let i = 0; i < 1000 && !written(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(written()).toBe(true);
+    expect(reads.filter((path) => path.includes('/statefulsets/'))).toEqual(['/apis/apps/v1/namespaces/shop/statefulsets/db']);
   });
 });
