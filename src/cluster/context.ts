@@ -268,7 +268,7 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
       import('./resource-constraints.js'),
       import('./server-version.js'),
     ]);
-  // Reads that reviews cause, of namespaces not yet cached and of owners: one budget for both, shared by client address.
+  // Reads that reviews cause, of namespaces not yet cached and of owners: one budget for both, shared by address.
   const reads = new ReadBudget(options.now ? { now: options.now } : {});
   const namespaces = new NamespaceCache({
     client: cluster.client,
@@ -304,7 +304,7 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
     if (misplaced) recorder.record(misplaced);
   };
 
-  /** The address of the review each owner was resolved for, so that a read made later for its events costs that address. */
+  /** The address of the review each owner was resolved for, so that a read made later for its events costs it. */
   const askedBy = new WeakMap<ResolvedOwner, string>();
   const resolveOwner = async (request: AdmissionRequest, pod: Record<string, unknown>, client: string): Promise<ResolvedOwner> => {
     const owner = await owners.resolve(pod, request.namespace ?? '', client);

@@ -203,7 +203,7 @@ export class EventRecorder {
 
 const first = (set: Set<string>): string | undefined => set.values().next().value;
 
-/** A new name for an Event on `target`, as the API server's clients make them: the object's name and a unique suffix. */
+/** A new name for an Event on `target`, as the API's clients make them: the object's name and a unique suffix. */
 const eventName = (target: ResolvedOwner, first: Date): string => `${target.name}.${(first.getTime() * 1e6 + Math.floor(Math.random() * 1e6)).toString(16)}`;
 
 /** Writes Events through the core/v1 API, each call bounded by `timeoutMs`. */

@@ -28,7 +28,7 @@ export interface NamespaceCacheOptions {
   maxBytes?: number;
   /** Told whether each lookup was served by the cache, by a direct read, or failed. */
   onLookup?: (result: 'cache' | 'read' | 'failed') => void;
-  /** Direct reads allowed, by the address of the review that causes them: reviews can name any namespace (shared with owner reads). */
+  /** Direct reads allowed, by the address of the review causing them: reviews can name any namespace. */
   reads?: ReadBudget;
   /** How long a namespace the API server said does not exist is remembered so (default 10 s). */
   missingTtlMs?: number;
@@ -39,7 +39,7 @@ export interface NamespaceCacheOptions {
 
 /** How long a direct read stands for a namespace the watch has not delivered: a broken watch must not pin it. */
 const READ_THROUGH_TTL_MS = 60_000;
-/** Room for the namespaces made while a watch is broken for a minute, and for a flood of reviews naming missing ones. */
+/** Room for the namespaces made while a watch is broken for a minute, and for reviews naming missing ones. */
 export const NAMESPACE_READS_BYTES = 2 * MiB;
 
 /** What the injector keeps of a namespace read directly. */
@@ -136,9 +136,9 @@ export class NamespaceCache {
   }
 
   /**
-   * The namespace's annotations; throws a SourceUnavailableError (NAMESPACE_UNKNOWN) when neither the cache nor a direct
-   * read has them, which the admission handler treats as undecidable. `client` is the address of the review, whose read
-   * budget pays for a direct read.
+   * The namespace's annotations; throws a SourceUnavailableError (NAMESPACE_UNKNOWN) when neither the cache nor a
+   * direct read has them, which the admission handler treats as undecidable. `client` is the address of the review,
+   * whose read budget pays for a direct read.
    */
   async annotations(name: string, client = ''): Promise<Record<string, string>> {
     const cached = this.informer.get(name);

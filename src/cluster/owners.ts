@@ -83,9 +83,9 @@ export interface OwnerResolverOptions {
   ttlMs?: number;
   /** How long a ReplicaSet or Job found missing (404) is remembered as missing (default 10 s). */
   missingTtlMs?: number;
-  /** Most bytes remembered, reads in progress included (default OWNER_CACHE_BYTES); the least recently used go first. */
+  /** Most bytes remembered, reads in progress included (default OWNER_CACHE_BYTES); least recently used out first. */
   maxBytes?: number;
-  /** Reads allowed, by the address of the review that causes them: reviews can name any owner (shared with namespace reads). */
+  /** Reads allowed, by the address of the review causing them: reviews can name any owner. */
   reads?: ReadBudget;
   /** The clock of the time to live, in milliseconds; tests pass one they move. */
   now?: Clock;

@@ -4,9 +4,9 @@
  *
  * Each address reads from a bucket of its own under a global one that several such buckets take to spend, so that an
  * address alone (kube-apiserver, nearly always) reads as fast as the whole budget once allowed and no address can take
- * more than its share. A read the API server answers 404 named an owner or namespace that does not exist, which pods
- * a real API server sends do not do, so it costs its address more on top (a debt it must repay before reading again):
- * an address forging reviews soon reads at a small part of its share, and the others keep theirs.
+ * more than its share. A read the API server answers 404 named an owner or namespace that does not exist, which the
+ * pods a real API server sends seldom do, so it costs its address more on top (a debt it must repay before reading
+ * again): an address forging reviews soon reads at a small part of its share, and the others keep theirs.
  */
 import { LRUCache } from 'lru-cache';
 import { entryBytes, MiB } from './bytes.js';

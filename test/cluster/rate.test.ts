@@ -1,4 +1,7 @@
-/** The token bucket that bounds what reviews make the injector do, and the read budget shared by client address, on a clock the tests move. */
+/**
+ * The token bucket that bounds what reviews make the injector do, and the budget of reads shared by client address, on
+ * a clock the tests move.
+ */
 import { describe, expect, it } from 'vitest';
 import { ADDRESS_SHARES, NOT_FOUND_COST, ReadBudget, TokenBucket, type ReadBudgetOptions } from '../../src/cluster/rate.js';
 import { drain, fakeClock } from './clock.js';
