@@ -15,7 +15,10 @@ export type Found<V> = V | typeof MISSING;
 /** A read not made because the client's read budget, or everyone's, is spent. */
 export class ReadRefused extends Error {}
 
-/** How many times its largest entry the cache holds: no single review can push out more than that share of it. */
+/**
+ * A cache holds at least this many of its largest entries: a larger one, which no real object makes, is read but not
+ * kept, so that one review pushes out little of the rest.
+ */
 const ENTRY_SHARE = 16;
 
 export interface ReadCacheOptions<V, C> {
@@ -24,7 +27,7 @@ export interface ReadCacheOptions<V, C> {
   /** How long MISSING is remembered. */
   missingTtlMs: number;
   reads: ReadBudget;
-  /** Reads the object at `key`: MISSING when the API server says it does not exist (404), which it is for to report. */
+  /** Reads the object at `key`; MISSING when the API server says it does not exist (404), logged there if need be. */
   read(key: string, context: C): Promise<Found<V>>;
   now?: Clock | undefined;
 }
