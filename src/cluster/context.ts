@@ -9,7 +9,7 @@ import type { PendingEvent } from './events.js';
 import type { ClusterConnection } from './kubeconfig.js';
 import type { ApiConfigSource } from './linkerd-config.js';
 import type { ResolvedOwner } from './owners.js';
-import { TokenBucket } from './rate.js';
+import type { Clock } from './rate.js';
 
 /** Where Linkerd's own injector finds the two ConfigMaps when they are mounted. */
 export const LINKERD_VALUES_PATH = '/var/run/linkerd/config/values';
@@ -49,6 +49,8 @@ export interface ContextOptions {
   kubectlDefaultContainer?: boolean;
   /** Checked for Linkerd's mounted ConfigMaps; tests point it elsewhere. */
   linkerdPaths?: { values: string; trustRoots: string };
+  /** The clock of the read budget, in milliseconds; tests pass one they move. */
+  now?: Clock;
 }
 
 export interface InjectorContext {
@@ -257,15 +259,17 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
 
   logger.info({ source: cluster.source, server: cluster.server }, 'using Kubernetes cluster');
   // The modules that talk to the API are loaded only by a process that has a cluster.
-  const [{ apiEventSink, EventRecorder }, { NamespaceCache }, { apiOwnerLookup, OwnerResolver }, { ResourceConstraintCache }, { ServerVersion }] = await Promise.all([
-    import('./events.js'),
-    import('./namespaces.js'),
-    import('./owners.js'),
-    import('./resource-constraints.js'),
-    import('./server-version.js'),
-  ]);
-  // Reads that reviews cause, of namespaces not yet cached and of owners: one bound for both.
-  const reads = new TokenBucket(20, 100);
+  const [{ apiEventSink, EventRecorder }, { NamespaceCache }, { apiOwnerLookup, OwnerResolver }, { ReadBudget }, { ResourceConstraintCache }, { ServerVersion }] =
+    await Promise.all([
+      import('./events.js'),
+      import('./namespaces.js'),
+      import('./owners.js'),
+      import('./rate.js'),
+      import('./resource-constraints.js'),
+      import('./server-version.js'),
+    ]);
+  // Reads that reviews cause, of namespaces not yet cached and of owners: one budget for both, shared by address.
+  const reads = new ReadBudget(options.now ? { now: options.now } : {});
   const namespaces = new NamespaceCache({
     client: cluster.client,
     logger,
@@ -300,11 +304,19 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
     if (misplaced) recorder.record(misplaced);
   };
 
+  /** The address of the review each owner was resolved for, so that a read made later for its events costs it. */
+  const askedBy = new WeakMap<ResolvedOwner, string>();
+  const resolveOwner = async (request: AdmissionRequest, pod: Record<string, unknown>, client: string): Promise<ResolvedOwner> => {
+    const owner = await owners.resolve(pod, request.namespace ?? '', client);
+    askedBy.set(owner, client);
+    return owner;
+  };
+
   const onAdmitted = (handled: HandledAdmission, request: AdmissionRequest): void => {
     const toRead = ownerToRead(handled, request, options.events);
     if (toRead && handled.kind === 'evaluated') {
       // Read after the pod was answered, and never failing: a workload that cannot be read gets the event it had.
-      void owners.withOwnMetadata(toRead).then((owner) => recordEvents({ ...handled, owner }, request));
+      void owners.withOwnMetadata(toRead, askedBy.get(toRead)).then((owner) => recordEvents({ ...handled, owner }, request));
     } else {
       recordEvents(handled, request);
     }
@@ -315,13 +327,13 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
   return {
     sources: {
       config: () => config.current(),
-      namespaceAnnotations: (namespace) => namespaces.annotations(namespace),
+      namespaceAnnotations: (namespace, client) => namespaces.annotations(namespace, client),
       namespaceLabels: podSecurity
         ? (namespace) => podSecurityLabels(namespaces.labels(namespace), namespace, podSecurity)
         : (namespace) => namespaces.labels(namespace),
       namespaceConstraints: (namespace) => constraints.of(namespace),
       kubernetesVersion: () => serverVersion.current(),
-      owner: (request, pod) => owners.resolve(pod, request.namespace ?? ''),
+      owner: resolveOwner,
       ...defaultContainer,
     },
     onAdmitted,

@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { apiErrorMessage, apiStatus } from './api.js';
+import { entryBytes, MiB } from './bytes.js';
 import type { ApiClient } from './client.js';
 import type { ResolvedOwner } from './owners.js';
 import { TokenBucket } from './rate.js';
@@ -28,12 +29,16 @@ export interface PendingEvent {
 interface Series {
   /** Name of the Event object once created. */
   name: string | undefined;
+  /** The name it is created with: chosen when the series begins, so that it is counted with the rest. */
+  nextName: string;
   count: number;
   /** Occurrences not yet written. */
   unsent: number;
   first: Date;
   last: Date;
   event: PendingEvent;
+  /** What it costs, as bytes.ts counts it (its key and itself). */
+  bytes: number;
 }
 
 export interface EventRecorderOptions {
@@ -44,11 +49,11 @@ export interface EventRecorderOptions {
   /** Most series waiting to be written; beyond it new ones are dropped and counted (default 1000). */
   maxPending?: number;
   /**
-   * Most series remembered for folding repeats (default 10,000). Beyond it the oldest already written are forgotten:
-   * a repeat of one of those starts a new Event instead of raising a count, and memory stays bounded under a churn of
-   * namespaces and workloads.
+   * Most bytes of series remembered for folding repeats (default EVENT_SERIES_BYTES). Beyond it the oldest already
+   * written are forgotten: a repeat of one of those starts a new Event instead of raising a count, and memory stays
+   * bounded under a churn of namespaces and workloads, whatever their names and messages.
    */
-  maxSeries?: number;
+  maxBytes?: number;
   onDropped?: () => void;
   onWritten?: (ok: boolean) => void;
   /**
@@ -58,9 +63,16 @@ export interface EventRecorderOptions {
   newEvents?: TokenBucket;
 }
 
+/** Room to fold the repeats of every workload that a large cluster rolls out within the window. */
+export const EVENT_SERIES_BYTES = 8 * MiB;
+
 export class EventRecorder {
-  /** In insertion order, oldest first: what eviction relies on. */
+  /**
+   * In insertion order, oldest first: what eviction relies on. A map of its own rather than an lru-cache, which would
+   * forget a series whose occurrences are still waiting to be written; bounded in bytes all the same.
+   */
   private readonly series = new Map<string, Series>();
+  private seriesBytes = 0;
   /** Keys with occurrences to write, in order; a Set so that a busy series is queued once without a scan. */
   private readonly queue = new Set<string>();
   private draining: Promise<void> | undefined;
@@ -79,16 +91,19 @@ export class EventRecorder {
     const now = new Date();
     let s = this.series.get(key);
     if (s && now.getTime() - s.first.getTime() > (this.options.windowMs ?? 600_000)) {
-      this.series.delete(key);
+      this.forget(key, s);
       s = undefined;
     }
     if (!s) {
-      if (this.queue.size >= (this.options.maxPending ?? 1000) || !this.makeRoom() || !this.newEvents.take()) {
+      const begun: Series = { name: undefined, nextName: eventName(t, now), count: 0, unsent: 0, first: now, last: now, event, bytes: 0 };
+      begun.bytes = entryBytes(key, begun);
+      if (this.queue.size >= (this.options.maxPending ?? 1000) || !this.makeRoom(begun.bytes) || !this.newEvents.take()) {
         this.options.onDropped?.();
         return;
       }
-      s = { name: undefined, count: 0, unsent: 0, first: now, last: now, event };
+      s = begun;
       this.series.set(key, s);
+      this.seriesBytes += s.bytes;
     }
     s.count++;
     s.unsent++;
@@ -99,9 +114,9 @@ export class EventRecorder {
     });
   }
 
-  /** Series remembered now (written or waiting), for tests of the bound. */
-  get size(): number {
-    return this.series.size;
+  /** What the series remembered (written or waiting) cost, as counted for the bound. */
+  get bytes(): number {
+    return this.seriesBytes;
   }
 
   /** Writes what is queued, waiting at most `timeoutMs`, then refuses new events. */
@@ -111,20 +126,25 @@ export class EventRecorder {
   }
 
   /**
-   * Makes room for one more series: forgets the oldest tenth of those already written (so the cost is paid once per
-   * many insertions, not scanned on each). False when every series still has occurrences waiting.
+   * Makes room for a series of `bytes`: forgets the oldest of those already written until a tenth of the room is free
+   * besides (so the cost is paid once per many insertions, not scanned on each). False when the series still waiting to
+   * be written leave too little.
    */
-  private makeRoom(): boolean {
-    const max = this.options.maxSeries ?? 10_000;
-    if (this.series.size < max) return true;
-    let toForget = Math.max(1, Math.floor(max / 10));
+  private makeRoom(bytes: number): boolean {
+    const max = this.options.maxBytes ?? EVENT_SERIES_BYTES;
+    if (this.seriesBytes + bytes <= max) return true;
+    // One larger than all the room would only push out every other for nothing.
+    if (bytes > max) return false;
     for (const [key, s] of this.series) {
-      if (toForget === 0) break;
-      if (s.unsent > 0) continue;
-      this.series.delete(key);
-      toForget--;
+      if (this.seriesBytes + bytes <= max - max / 10) break;
+      if (s.unsent === 0) this.forget(key, s);
     }
-    return this.series.size < max;
+    return this.seriesBytes + bytes <= max;
+  }
+
+  private forget(key: string, s: Series): void {
+    this.series.delete(key);
+    this.seriesBytes -= s.bytes;
   }
 
   private async drain(): Promise<void> {
@@ -139,7 +159,7 @@ export class EventRecorder {
         if (s.name) {
           await this.options.sink.bump(target.namespace, s.name, s.count, s.last);
         } else {
-          const name = `${target.name}.${(s.first.getTime() * 1e6 + Math.floor(Math.random() * 1e6)).toString(16)}`;
+          const name = s.nextName;
           await this.options.sink.create(target.namespace, {
             metadata: { name, namespace: target.namespace },
             involvedObject: {
@@ -166,6 +186,7 @@ export class EventRecorder {
         if (s.name && apiStatus(err) === 404) {
           // The Event expired (the API server deletes them after a while): write a new one next.
           s.name = undefined;
+          s.nextName = eventName(target, s.first);
           s.unsent += sending;
           this.queue.add(key);
           continue;
@@ -181,6 +202,9 @@ export class EventRecorder {
 }
 
 const first = (set: Set<string>): string | undefined => set.values().next().value;
+
+/** A new name for an Event on `target`, as the API's clients make them: the object's name and a unique suffix. */
+const eventName = (target: ResolvedOwner, first: Date): string => `${target.name}.${(first.getTime() * 1e6 + Math.floor(Math.random() * 1e6)).toString(16)}`;
 
 /** Writes Events through the core/v1 API, each call bounded by `timeoutMs`. */
 export function apiEventSink(client: ApiClient, timeoutMs = 5000): EventSink {

@@ -1,15 +1,18 @@
 /**
  * Namespace annotations (and the one label the injector reads) from a watch-fed cache, with a bounded direct read for a
- * namespace the cache has not seen.
+ * namespace the cache has not seen. What direct reads found is remembered in a cache bounded in bytes, since reviews
+ * can name any namespace.
  */
 import type { V1Namespace } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { SourceUnavailableError } from '../admission/index.js';
 import { names } from '../engine/index.js';
 import { apiErrorMessage, apiStatus } from './api.js';
+import { MiB } from './bytes.js';
 import type { ApiClient } from './client.js';
 import { ResilientInformer } from './informer.js';
-import { TokenBucket } from './rate.js';
+import { ReadBudget, type Clock } from './rate.js';
+import { MISSING, ReadCache, ReadRefused, type Found } from './read-cache.js';
 
 export interface NamespaceCacheOptions {
   client: ApiClient;
@@ -18,22 +21,32 @@ export interface NamespaceCacheOptions {
   readTimeoutMs?: number;
   onRestart?: (reason: 'error' | 'watchdog') => void;
   /**
-   * Most namespaces remembered from direct reads (default 1024): bounds memory under a churn of short-lived namespaces
-   * while the watch is broken.
+   * Most bytes remembered of namespaces read directly and found missing, reads in progress included (default
+   * NAMESPACE_READS_BYTES): bounds memory under a churn of short-lived namespaces while the watch is broken, and under
+   * reviews that name namespaces that do not exist. The least recently used go first.
    */
-  readThroughMax?: number;
+  maxBytes?: number;
   /** Told whether each lookup was served by the cache, by a direct read, or failed. */
   onLookup?: (result: 'cache' | 'read' | 'failed') => void;
-  /** Direct reads allowed: reviews can name any namespace (default 20 a second, 100 at once; shared with owner reads). */
-  reads?: TokenBucket;
+  /** Direct reads allowed, by the address of the review causing them: reviews can name any namespace. */
+  reads?: ReadBudget;
   /** How long a namespace the API server said does not exist is remembered so (default 10 s). */
   missingTtlMs?: number;
   watchdogMs?: number;
+  /** The clock of the direct reads' time to live, in milliseconds; tests pass one they move. */
+  now?: Clock;
 }
 
+/** How long a direct read stands for a namespace the watch has not delivered: a broken watch must not pin it. */
 const READ_THROUGH_TTL_MS = 60_000;
-/** Most namespaces remembered as missing: beyond it the oldest are forgotten (and read again if asked). */
-const MAX_MISSING = 1024;
+/** Room for the namespaces made while a watch is broken for a minute, and for reviews naming missing ones. */
+export const NAMESPACE_READS_BYTES = 2 * MiB;
+
+/** What the injector keeps of a namespace read directly. */
+interface ReadNamespace {
+  annotations: Record<string, string>;
+  labels?: Record<string, string>;
+}
 
 const annotationsOf = (ns: V1Namespace | undefined): Record<string, string> => ({ ...(ns?.metadata?.annotations ?? {}) });
 
@@ -48,16 +61,21 @@ function readLabels(labels: Record<string, string> | undefined): Record<string, 
 
 export class NamespaceCache {
   private readonly informer: ResilientInformer<V1Namespace>;
-  /** Direct reads in progress, so a burst of pods in a new namespace reads it once. */
-  private readonly reading = new Map<string, Promise<Record<string, string>>>();
-  /** Namespaces read directly, until the watch delivers them or a minute passes (a broken watch must not pin them). */
-  private readonly readThrough = new Map<string, { annotations: Record<string, string>; labels: Record<string, string> | undefined; at: number }>();
-  /** Namespaces the API server said do not exist, and when: reviews that name one are not each a read. */
-  private readonly missing = new Map<string, number>();
-  private readonly reads: TokenBucket;
+  /**
+   * Namespaces read directly, until the watch delivers them or their time passes, and those the API server said do not
+   * exist, so that reviews naming one are not each a read; one read for a burst of pods in a new namespace.
+   */
+  private readonly direct: ReadCache<ReadNamespace, undefined>;
 
   constructor(private readonly options: NamespaceCacheOptions) {
-    this.reads = options.reads ?? new TokenBucket(20, 100);
+    this.direct = new ReadCache({
+      maxBytes: options.maxBytes ?? NAMESPACE_READS_BYTES,
+      ttlMs: READ_THROUGH_TTL_MS,
+      missingTtlMs: options.missingTtlMs ?? 10_000,
+      reads: options.reads ?? new ReadBudget(),
+      now: options.now,
+      read: (name) => this.read(name),
+    });
     this.informer = new ResilientInformer<V1Namespace>({
       name: 'namespaces',
       client: options.client,
@@ -78,7 +96,7 @@ export class NamespaceCache {
       logger: options.logger,
       onChange: (_type, ns) => {
         const name = ns.metadata?.name;
-        if (name) this.readThrough.delete(name);
+        if (name) this.direct.delete(name);
       },
       ...(options.onRestart && { onRestart: options.onRestart }),
       ...(options.watchdogMs !== undefined && { watchdogMs: options.watchdogMs }),
@@ -101,30 +119,9 @@ export class NamespaceCache {
     return this.informer.stop();
   }
 
-  /** Namespaces remembered from direct reads, for tests of the bound. */
-  get readThroughSize(): number {
-    return this.readThrough.size;
-  }
-
-  /** Keeps a direct read for a while; at the bound, expired entries go first, then the oldest. */
-  private remember(name: string, annotations: Record<string, string>, labels: Record<string, string> | undefined): void {
-    const now = Date.now();
-    this.readThrough.delete(name);
-    const max = this.options.readThroughMax ?? 1024;
-    if (this.readThrough.size >= max) {
-      for (const [key, entry] of this.readThrough) if (now - entry.at >= READ_THROUGH_TTL_MS) this.readThrough.delete(key);
-      for (const key of this.readThrough.keys()) {
-        if (this.readThrough.size < max) break;
-        this.readThrough.delete(key);
-      }
-    }
-    this.readThrough.set(name, { annotations, labels, at: now });
-  }
-
-  private rememberMissing(name: string): void {
-    this.missing.delete(name);
-    if (this.missing.size >= MAX_MISSING) this.missing.delete(this.missing.keys().next().value as string);
-    this.missing.set(name, Date.now());
+  /** What the memory of direct reads holds, reads in progress included, as counted for its bound. */
+  get bytes(): number {
+    return this.direct.bytes;
   }
 
   /**
@@ -133,67 +130,66 @@ export class NamespaceCache {
    */
   labels(name: string): Record<string, string> | undefined {
     const cached = this.informer.get(name);
-    return cached ? cached.metadata?.labels : this.readRecently(name)?.labels;
-  }
-
-  /** The namespace as read directly, while that read is recent enough to stand for it. */
-  private readRecently(name: string): { annotations: Record<string, string>; labels: Record<string, string> | undefined } | undefined {
-    const readBefore = this.readThrough.get(name);
-    return readBefore && Date.now() - readBefore.at < READ_THROUGH_TTL_MS ? readBefore : undefined;
+    if (cached) return cached.metadata?.labels;
+    const read = this.direct.cached(name);
+    return read === MISSING ? undefined : read?.labels;
   }
 
   /**
-   * The namespace's annotations; throws a SourceUnavailableError (NAMESPACE_UNKNOWN) when neither the cache nor a direct
-   * read has them, which the admission handler treats as undecidable.
+   * The namespace's annotations; throws a SourceUnavailableError (NAMESPACE_UNKNOWN) when neither the cache nor a
+   * direct read has them, which the admission handler treats as undecidable. `client` is the address of the review,
+   * whose read budget pays for a direct read.
    */
-  async annotations(name: string): Promise<Record<string, string>> {
+  async annotations(name: string, client = ''): Promise<Record<string, string>> {
     const cached = this.informer.get(name);
     if (cached) {
       this.options.onLookup?.('cache');
       return annotationsOf(cached);
     }
-    const readBefore = this.readRecently(name);
-    if (readBefore) {
-      this.options.onLookup?.('cache');
-      return readBefore.annotations;
-    }
-    const missingSince = this.missing.get(name);
-    if (missingSince !== undefined && Date.now() - missingSince < (this.options.missingTtlMs ?? 10_000)) {
-      this.options.onLookup?.('failed');
-      throw new SourceUnavailableError('NAMESPACE_UNKNOWN', `the annotations of namespace ${name} are not known yet (it was not found)`);
-    }
-    let pending = this.reading.get(name);
-    if (!pending && !this.reads.take()) {
-      this.options.onLookup?.('failed');
-      throw new SourceUnavailableError('NAMESPACE_UNKNOWN', `the annotations of namespace ${name} are not known yet (too many namespaces not in the cache are being read)`);
-    }
-    if (!pending) {
-      const timeoutMs = this.options.readTimeoutMs ?? 2000;
-      pending = this.options.client
-        .request<V1Namespace>('GET', `/api/v1/namespaces/${encodeURIComponent(name)}`, { what: `reading namespace ${name}`, timeoutMs })
-        .then(
-          (ns) => {
-            const annotations = annotationsOf(ns);
-            this.remember(name, annotations, readLabels(ns.metadata?.labels));
-            return annotations;
-          },
-          (err: unknown) => {
-            if (apiStatus(err) === 404) this.rememberMissing(name);
-            throw err;
-          },
-        )
-        .finally(() => this.reading.delete(name));
-      this.reading.set(name, pending);
-    }
+    let known: Found<ReadNamespace> | Promise<Found<ReadNamespace>>;
     try {
-      const annotations = await pending;
-      this.options.onLookup?.('read');
-      return annotations;
+      known = this.direct.lookup(name, client, undefined);
+    } catch (err) {
+      if (!(err instanceof ReadRefused)) throw err;
+      this.options.onLookup?.('failed');
+      throw unknown(name, 'too many namespaces not in the cache are being read');
+    }
+    let found: Found<ReadNamespace>;
+    try {
+      found = await known;
     } catch (err) {
       this.options.onLookup?.('failed');
-      const why = apiErrorMessage(err);
-      this.options.logger.warn({ namespace: name, err: why }, 'namespace not in the cache and could not be read');
-      throw new SourceUnavailableError('NAMESPACE_UNKNOWN', `the annotations of namespace ${name} are not known yet (${why})`);
+      throw unknown(name, this.warnUnread(name, err));
+    }
+    if (found === MISSING) {
+      this.options.onLookup?.('failed');
+      throw unknown(name, 'it was not found');
+    }
+    this.options.onLookup?.(known instanceof Promise ? 'read' : 'cache');
+    return found.annotations;
+  }
+
+  private async read(name: string): Promise<Found<ReadNamespace>> {
+    const timeoutMs = this.options.readTimeoutMs ?? 2000;
+    try {
+      const ns = await this.options.client.request<V1Namespace>('GET', `/api/v1/namespaces/${encodeURIComponent(name)}`, { what: `reading namespace ${name}`, timeoutMs });
+      const labels = readLabels(ns.metadata?.labels);
+      return { annotations: annotationsOf(ns), ...(labels && { labels }) };
+    } catch (err) {
+      if (apiStatus(err) !== 404) throw err;
+      // Said when it was found so, not again for every review that names it while it is remembered.
+      this.warnUnread(name, err);
+      return MISSING;
     }
   }
+
+  /** Logs why a namespace could not be read, and returns it. */
+  private warnUnread(name: string, err: unknown): string {
+    const why = apiErrorMessage(err);
+    this.options.logger.warn({ namespace: name, err: why }, 'namespace not in the cache and could not be read');
+    return why;
+  }
 }
+
+const unknown = (name: string, why: string): SourceUnavailableError =>
+  new SourceUnavailableError('NAMESPACE_UNKNOWN', `the annotations of namespace ${name} are not known yet (${why})`);

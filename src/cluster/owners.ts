@@ -1,14 +1,17 @@
 /**
  * The workload that owns a pod, as Linkerd names it: pod → ReplicaSet → Deployment, Job → CronJob, others by kind.
  * ReplicaSets and Jobs are read once and remembered (all pods of one share it), with a bounded wait for each read;
- * StatefulSets and DaemonSets only for the events of their pods, after those are answered (see withOwnMetadata).
+ * StatefulSets and DaemonSets only for the events of their pods, after those are answered (see withOwnMetadata). What
+ * is remembered is bounded in bytes, since a review can put anything in an owner reference.
  */
 import type { V1OwnerReference } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { names, objectName, type Owner } from '../engine/index.js';
 import { apiErrorMessage, apiStatus } from './api.js';
+import { MiB } from './bytes.js';
 import type { ApiClient } from './client.js';
-import { TokenBucket } from './rate.js';
+import { ReadBudget, type Clock } from './rate.js';
+import { MISSING, ReadCache, ReadRefused, type Found } from './read-cache.js';
 
 /** An owner with what an Event needs to point at it. */
 export interface ResolvedOwner extends Owner {
@@ -80,34 +83,52 @@ export interface OwnerResolverOptions {
   ttlMs?: number;
   /** How long a ReplicaSet or Job found missing (404) is remembered as missing (default 10 s). */
   missingTtlMs?: number;
-  /** Most entries remembered (default 4096). */
-  maxEntries?: number;
-  /** Reads allowed: reviews can name any owner (default 20 a second, 100 at once; shared with namespace reads). */
-  reads?: TokenBucket;
+  /** Most bytes remembered, reads in progress included (default OWNER_CACHE_BYTES); least recently used out first. */
+  maxBytes?: number;
+  /** Reads allowed, by the address of the review causing them: reviews can name any owner. */
+  reads?: ReadBudget;
+  /** The clock of the time to live, in milliseconds; tests pass one they move. */
+  now?: Clock;
 }
+
+/** Room for the ReplicaSets and Jobs that a large cluster's rollouts and Jobs start within the time to live. */
+export const OWNER_CACHE_BYTES = 4 * MiB;
 
 /** The longest name an object can have (a DNS subdomain). */
 const MAX_OBJECT_NAME = 253;
 
-/** A read not made because too many were: the owner stays as the pod names it, and nothing is logged for each pod. */
-class ReadsExhausted extends Error {}
+/** What a read of an owner needs besides its key, and what to say if it is missing. */
+interface OwnerRead {
+  kind: ReadKind;
+  namespace: string;
+  name: string;
+  consequence: string;
+}
 
 export class OwnerResolver {
-  /** What was read of each ReplicaSet or Job; undefined for one the API server said does not exist. */
-  private readonly cache = new Map<string, { record: OwnerRecord | undefined; at: number }>();
-  /** Reads in progress, so that a burst of pods of one new ReplicaSet reads it once. */
-  private readonly reading = new Map<string, Promise<OwnerRecord | undefined>>();
-  private readonly reads: TokenBucket;
+  /**
+   * What was read of each ReplicaSet, Job, StatefulSet or DaemonSet, by kind, namespace, name and uid (a workload made
+   * again under its name is another), or MISSING for one the API server said does not exist.
+   */
+  private readonly cache: ReadCache<OwnerRecord, OwnerRead>;
 
   constructor(
     private readonly lookup: OwnerLookup,
     private readonly logger: Logger,
-    private readonly options: OwnerResolverOptions = {},
+    options: OwnerResolverOptions = {},
   ) {
-    this.reads = options.reads ?? new TokenBucket(20, 100);
+    this.cache = new ReadCache({
+      maxBytes: options.maxBytes ?? OWNER_CACHE_BYTES,
+      ttlMs: options.ttlMs ?? 600_000,
+      missingTtlMs: options.missingTtlMs ?? 10_000,
+      reads: options.reads ?? new ReadBudget(),
+      now: options.now,
+      read: (_key, read) => this.read(read),
+    });
   }
 
-  async resolve(pod: PodLike, namespace: string): Promise<ResolvedOwner> {
+  /** The pod's workload; `client` is the address of the review, whose read budget pays for any read. */
+  async resolve(pod: PodLike, namespace: string, client = ''): Promise<ResolvedOwner> {
     const meta = pod.metadata ?? {};
     const refs = meta.ownerReferences ?? [];
     // A pod is not stored yet while it is admitted.
@@ -124,15 +145,16 @@ export class OwnerResolver {
     const direct = fromRef(ref, namespace, false);
     // A name longer than any object can have names nothing there is to read.
     if ((ref.kind !== 'ReplicaSet' && ref.kind !== 'Job') || ref.name.length > MAX_OBJECT_NAME) return direct;
-    let record: OwnerRecord | undefined;
+    const read = { kind: ref.kind, namespace, name: ref.name, consequence: 'using it as the workload' } as const;
+    let record: Found<OwnerRecord>;
     try {
-      record = await this.ownersOf(ref.kind, namespace, ref.name, ref.uid);
+      record = await this.ownersOf(read, ref.uid, client);
     } catch (err) {
-      this.warnUnread(ref.kind, namespace, ref.name, err, 'using it as the workload');
+      this.warnUnread(read, err);
       return direct;
     }
     // Known to be missing: said when it was found so, not again for every pod that names it.
-    if (!record) return direct;
+    if (record === MISSING) return direct;
     const found = { ...direct, exists: true };
     const parents = record.owners;
     const [parent] = parents;
@@ -151,65 +173,45 @@ export class OwnerResolver {
    * read, as it is. Such a workload owns its pods directly, so resolving their owner needs no read, and admission does
    * not wait for this one: it is made only for the events of its pods, after they were answered.
    */
-  async withOwnMetadata(owner: ResolvedOwner): Promise<ResolvedOwner> {
+  async withOwnMetadata(owner: ResolvedOwner, client = ''): Promise<ResolvedOwner> {
     const kind = DIRECT_OWNERS.get(`${owner.apiVersion} ${owner.apiKind}`);
     if (kind === undefined || owner.exists || owner.name.length > MAX_OBJECT_NAME) return owner;
+    const read = { kind, namespace: owner.namespace, name: owner.name, consequence: 'its event says nothing of its own annotations' };
     try {
-      const record = await this.ownersOf(kind, owner.namespace, owner.name, owner.uid ?? '');
-      return record ? withMisplaced({ ...owner, exists: true }, record) : owner;
+      const record = await this.ownersOf(read, owner.uid ?? '', client);
+      return record === MISSING ? owner : withMisplaced({ ...owner, exists: true }, record);
     } catch (err) {
-      this.warnUnread(kind, owner.namespace, owner.name, err, 'its event says nothing of its own annotations');
+      this.warnUnread(read, err);
       return owner;
     }
   }
 
-  private warnUnread(kind: string, namespace: string, name: string, err: unknown, consequence: string): void {
-    if (err instanceof ReadsExhausted) return;
+  /** Says why an owner was not read; not for a read the budget refused, which would be said for each pod of a flood. */
+  private warnUnread({ kind, namespace, name, consequence }: OwnerRead, err: unknown): void {
+    if (err instanceof ReadRefused) return;
     this.logger.warn({ owner: `${kind}/${namespace}/${name.slice(0, MAX_OBJECT_NAME)}`, err: apiErrorMessage(err) }, `could not read the pod owner; ${consequence}`);
   }
 
-  /** What was read of a workload, undefined if it was recently found missing; throws if unreadable. */
-  private ownersOf(kind: ReadKind, namespace: string, name: string, uid: string): Promise<OwnerRecord | undefined> {
-    const key = `${kind}/${namespace}/${name}/${uid}`;
-    const hit = this.cache.get(key);
-    const ttl = hit?.record ? (this.options.ttlMs ?? 600_000) : (this.options.missingTtlMs ?? 10_000);
-    if (hit && Date.now() - hit.at < ttl) return Promise.resolve(hit.record);
-    let pending = this.reading.get(key);
-    if (!pending && !this.reads.take()) return Promise.reject(new ReadsExhausted(`too many owners are being read`));
-    if (!pending) {
-      pending = this.lookup
-        .ownersOf(kind, namespace, name)
-        .then(
-          (record) => {
-            this.remember(key, record);
-            return record;
-          },
-          (err: unknown) => {
-            // A pod naming an owner that does not exist is a mistake that repeats: one read per pod would only load
-            // the API server. Other failures may pass, so they are read again.
-            if (apiStatus(err) === 404) this.remember(key, undefined);
-            throw err;
-          },
-        )
-        .finally(() => this.reading.delete(key));
-      this.reading.set(key, pending);
-    }
-    return pending;
+  /** What was read of a workload, MISSING if it was recently found so; throws if it cannot be read. */
+  private async ownersOf(read: OwnerRead, uid: string, client: string): Promise<Found<OwnerRecord>> {
+    return this.cache.lookup(`${read.kind}/${read.namespace}/${read.name}/${uid}`, client, read);
   }
 
-  private remember(key: string, record: OwnerRecord | undefined): void {
-    // Re-inserted at the end, so that the oldest entry is always first; the oldest go when the cache is full.
-    this.cache.delete(key);
-    const max = this.options.maxEntries ?? 4096;
-    for (let oldest = this.cache.keys().next(); this.cache.size >= max && !oldest.done; oldest = this.cache.keys().next()) {
-      this.cache.delete(oldest.value);
+  private async read(read: OwnerRead): Promise<Found<OwnerRecord>> {
+    try {
+      return await this.lookup.ownersOf(read.kind, read.namespace, read.name);
+    } catch (err) {
+      // A pod naming an owner that does not exist is a mistake that repeats: one read per pod would only load the API
+      // server. Other failures may pass, so they are read again.
+      if (apiStatus(err) !== 404) throw err;
+      this.warnUnread(read, err);
+      return MISSING;
     }
-    this.cache.set(key, { record, at: Date.now() });
   }
 
-  /** Owners remembered now, for tests of the bound. */
-  get size(): number {
-    return this.cache.size;
+  /** What the cache holds, reads in progress included, as counted for its bound. */
+  get bytes(): number {
+    return this.cache.bytes;
   }
 }
 

@@ -4,7 +4,7 @@ import type { CoreV1Event } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { HttpApiClient } from '../../src/cluster/client.js';
-import { apiEventSink, EventRecorder, type EventSink, type PendingEvent } from '../../src/cluster/events.js';
+import { apiEventSink, EVENT_SERIES_BYTES, EventRecorder, type EventSink, type PendingEvent } from '../../src/cluster/events.js';
 import { TokenBucket } from '../../src/cluster/rate.js';
 
 const silent = pino({ level: 'silent' });
@@ -137,16 +137,17 @@ describe('EventRecorder', () => {
     expect(bumps).toEqual([{ name: expect.any(String), count: 2 }]);
   });
 
-  it('stays within maxSeries under a churn of namespaces and workloads, still folding recent repeats', async () => {
+  it('stays within maxBytes under a churn of namespaces and workloads, still folding recent repeats', async () => {
     const { sink, created, bumps } = fakeSink();
     let dropped = 0;
     const unbounded = new TokenBucket(Infinity, Infinity);
-    const recorder = new EventRecorder({ sink, logger: silent, maxSeries: 500, onDropped: () => dropped++, newEvents: unbounded });
+    const maxBytes = 512 * 1024;
+    const recorder = new EventRecorder({ sink, logger: silent, maxBytes, onDropped: () => dropped++, newEvents: unbounded });
     let largest = 0;
     for (let i = 0; i < 20_000; i++) {
       const event = injected(`w${i}`);
       recorder.record({ ...event, target: { ...event.target, namespace: `ns-${i % 3000}` } });
-      largest = Math.max(largest, recorder.size);
+      largest = Math.max(largest, recorder.bytes);
       // Let the writes keep up, as they do against a live API server.
       if (i % 100 === 99) await settle();
     }
@@ -155,22 +156,55 @@ describe('EventRecorder', () => {
     const recent = injected('w19999');
     recorder.record({ ...recent, target: { ...recent.target, namespace: `ns-${19_999 % 3000}` } });
     await recorder.close(5000);
-    expect(largest).toBeLessThanOrEqual(500);
+    expect(largest).toBeLessThanOrEqual(maxBytes);
+    expect(largest).toBeGreaterThan(maxBytes * 0.9);
     expect(dropped).toBe(0);
     expect(created).toHaveLength(20_000);
     expect(bumps.at(-1)).toMatchObject({ name: expect.stringMatching(/^w19999\./), count: 2 });
   });
 
-  it('drops a new series rather than grow past maxSeries while every remembered one is still waiting to be written', async () => {
+  it('drops a new series rather than grow past maxBytes while every remembered one is still waiting to be written', async () => {
     const { sink } = fakeSink();
-    let dropped = 0;
     const stuck: EventSink = { ...sink, create: () => new Promise(() => {}) };
-    const recorder = new EventRecorder({ sink: stuck, logger: silent, maxSeries: 10, maxPending: 100, onDropped: () => dropped++ });
-    for (let i = 0; i < 50; i++) recorder.record(injected(`w${i}`));
-    expect(recorder.size).toBe(10);
+    // Workloads named alike, so that each series costs the same; what one costs, measured on a recorder of its own.
+    const named = (i: number) => injected(`w${String(i).padStart(2, '0')}`);
+    const measure = new EventRecorder({ sink: stuck, logger: silent });
+    measure.record(named(0));
+    const one = measure.bytes;
+    await measure.close(10);
+    let dropped = 0;
+    const maxBytes = 10 * one;
+    const recorder = new EventRecorder({ sink: stuck, logger: silent, maxBytes, maxPending: 100, onDropped: () => dropped++ });
+    for (let i = 0; i < 50; i++) recorder.record(named(i));
+    expect(recorder.bytes).toBe(maxBytes);
     // The first series is being written (its occurrences are no longer waiting), so it made room for one more.
     expect(dropped).toBe(39);
     await recorder.close(10);
+  });
+
+  it('counts the names and messages of what it remembers in full, and stays within its bytes with hundreds of long ones', async () => {
+    const { sink } = fakeSink();
+    const recorder = new EventRecorder({ sink, logger: silent, newEvents: new TokenBucket(Infinity, Infinity) });
+    const long = (i: number, event: PendingEvent): PendingEvent => ({
+      ...event,
+      target: { ...event.target, name: `w${i}-${'n'.repeat(10_000)}` },
+      message: `${i}: ${'m'.repeat(100_000)}`,
+    });
+    recorder.record(injected('short'));
+    await settle();
+    const short = recorder.bytes;
+    recorder.record(long(0, injected()));
+    // The key and the event each hold the message; the key, the target and the Event's name each hold the name.
+    expect(recorder.bytes - short).toBeGreaterThan(2 * 2 * 100_000 + 3 * 2 * 10_000);
+    let largest = 0;
+    for (let i = 1; i < 300; i++) {
+      recorder.record(long(i, injected()));
+      largest = Math.max(largest, recorder.bytes);
+      if (i % 20 === 0) await settle();
+    }
+    await recorder.close(5000);
+    expect(largest).toBeLessThanOrEqual(EVENT_SERIES_BYTES);
+    expect(largest).toBeGreaterThan(EVENT_SERIES_BYTES / 2);
   });
 });
 

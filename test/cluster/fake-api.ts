@@ -24,6 +24,11 @@ const json = (res: ServerResponse, status: number, body: unknown): void => {
   res.end(JSON.stringify(body));
 };
 
+/** Answers as the API server does for an object that does not exist. */
+export function notFound(res: ServerResponse): void {
+  json(res, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', message: 'not found', code: 404 });
+}
+
 export function namespaceFrom(path: string, res: ServerResponse): void {
   const name = path.slice(path.lastIndexOf('/') + 1);
   json(res, 200, { kind: 'Namespace', apiVersion: 'v1', metadata: { name, annotations: { 'linkerd.io/inject': `enabled-${name}` } } });

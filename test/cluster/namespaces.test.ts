@@ -2,12 +2,13 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SourceUnavailableError } from '../../src/admission/index.js';
-import { NamespaceCache, type NamespaceCacheOptions } from '../../src/cluster/namespaces.js';
-import { TokenBucket } from '../../src/cluster/rate.js';
-import { fakeApi, namespaceFrom, type FakeApi, type FakeApiOptions } from './fake-api.js';
+import { NAMESPACE_READS_BYTES, NamespaceCache, type NamespaceCacheOptions } from '../../src/cluster/namespaces.js';
+import { ReadBudget } from '../../src/cluster/rate.js';
+import { fakeClock } from './clock.js';
+import { fakeApi, namespaceFrom, notFound, type FakeApi, type FakeApiOptions } from './fake-api.js';
 
 const silent = pino({ level: 'silent' });
-const BOUND = 40;
+const unlimited = () => new ReadBudget({ perSecond: Infinity, burst: Infinity });
 let api: FakeApi | undefined;
 let cache: NamespaceCache | undefined;
 
@@ -108,7 +109,7 @@ describe('NamespaceCache', () => {
   });
 
   it('reads at most as many namespaces as its rate allows; the others are unknown, without a read', async () => {
-    const c = await syncedCache({ read: namespaceFrom }, { reads: new TokenBucket(0, 3) });
+    const c = await syncedCache({ read: namespaceFrom }, { reads: new ReadBudget({ perSecond: 0, burst: 3 }) });
     const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => c.annotations(`new-${i}`)));
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
     const refused = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -116,19 +117,87 @@ describe('NamespaceCache', () => {
     expect(api?.reads.filter((r) => r.includes('/new-'))).toHaveLength(3);
   });
 
-  it('remembers directly read namespaces only up to its bound under a churn of namespaces the watch never delivers', async () => {
-    const c = await syncedCache({ read: namespaceFrom }, { readThroughMax: BOUND, reads: new TokenBucket(Infinity, Infinity) });
+  it('remembers directly read namespaces only up to its bytes under a churn of namespaces the watch never delivers', async () => {
+    const maxBytes = 32 * 1024;
+    const c = await syncedCache({ read: namespaceFrom }, { maxBytes, reads: unlimited() });
     let largest = 0;
-    for (let i = 0; i < 3 * BOUND; i++) {
+    for (let i = 0; i < 400; i++) {
       expect(await c.annotations(`ns-${i}`)).toEqual({ 'linkerd.io/inject': `enabled-ns-${i}` });
-      largest = Math.max(largest, c.readThroughSize);
+      largest = Math.max(largest, c.bytes);
     }
-    expect(largest).toBe(BOUND);
+    expect(largest).toBeLessThanOrEqual(maxBytes);
+    expect(largest).toBeGreaterThan(maxBytes * 0.9);
     // The most recent are still remembered; the oldest were forgotten and are read again.
     const reads = api?.reads ?? [];
     reads.length = 0;
-    await c.annotations(`ns-${3 * BOUND - 1}`);
+    await c.annotations('ns-399');
     await c.annotations('ns-0');
     expect(reads).toEqual(['/api/v1/namespaces/ns-0']);
+  });
+
+  it('remembers a direct read for a minute, and one found missing for its own time', async () => {
+    const clock = fakeClock();
+    const c = await syncedCache(
+      { read: (path, res) => (path.endsWith('/ghost') ? notFound(res) : namespaceFrom(path, res)) },
+      { now: clock.now, missingTtlMs: 5000 },
+    );
+    const reads = api?.reads ?? [];
+    await c.annotations('late');
+    await expect(c.annotations('ghost')).rejects.toMatchObject({ message: expect.stringContaining('(it was not found)') });
+    clock.advance(5000);
+    await c.annotations('late');
+    await expect(c.annotations('ghost')).rejects.toMatchObject({ message: expect.stringContaining('(it was not found)') });
+    expect(reads).toEqual(['/api/v1/namespaces/late', '/api/v1/namespaces/ghost']);
+    clock.advance(1);
+    await expect(c.annotations('ghost')).rejects.toBeInstanceOf(SourceUnavailableError);
+    clock.advance(55_000);
+    await c.annotations('late');
+    expect(reads).toEqual(['/api/v1/namespaces/late', '/api/v1/namespaces/ghost', '/api/v1/namespaces/ghost', '/api/v1/namespaces/late']);
+  });
+
+  it('lets the watch win over a direct read, and forgets the read once the watch delivers the namespace', async () => {
+    const c = await syncedCache();
+    expect(await c.annotations('late')).toEqual({ 'linkerd.io/inject': 'enabled-late' });
+    expect(c.bytes).toBeGreaterThan(0);
+    await api?.send('/api/v1/namespaces', 'ADDED', { metadata: { name: 'late', resourceVersion: '2', annotations: { 'linkerd.io/inject': 'disabled' } } });
+    for (let i = 0; i < 500 && c.bytes > 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(c.bytes).toBe(0);
+    expect(await c.annotations('late')).toEqual({ 'linkerd.io/inject': 'disabled' });
+    expect(api?.reads).toEqual(['/api/v1/namespaces/late']);
+  });
+
+  it('counts what a direct read found, annotations and all', async () => {
+    const value = 'v'.repeat(10_000);
+    const c = await syncedCache({
+      read: (path, res) => {
+        const name = path.slice(path.lastIndexOf('/') + 1);
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ metadata: { name, annotations: { a: name === 'big' ? value : 'v' } } }));
+      },
+    });
+    await c.annotations('one');
+    const one = c.bytes;
+    await c.annotations('big');
+    expect(c.bytes - one).toBe(one + 2 * (value.length - 1));
+  });
+
+  it('stays within its bytes while hundreds of reviews name namespaces with long names, found with large annotations or missing', async () => {
+    const long = 'n'.repeat(4000);
+    const c = await syncedCache(
+      {
+        read: (path, res) => {
+          const name = decodeURIComponent(path.slice(path.lastIndexOf('/') + 1));
+          if (name.startsWith('missing-')) return notFound(res);
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ metadata: { name, annotations: { a: 'v'.repeat(20_000) } } }));
+        },
+      },
+      { reads: unlimited() },
+    );
+    let largest = 0;
+    for (let i = 0; i < 300; i++) {
+      await c.annotations(`${i % 2 === 0 ? 'found' : 'missing'}-${i}-${long}`).catch(() => undefined);
+      largest = Math.max(largest, c.bytes);
+    }
+    expect(largest).toBeLessThanOrEqual(NAMESPACE_READS_BYTES);
+    expect(largest).toBeGreaterThan(NAMESPACE_READS_BYTES / 2);
   });
 });

@@ -1,7 +1,8 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { apiOwnerLookup, OwnerResolver, type OwnerLookup, type OwnerResolverOptions } from '../../src/cluster/owners.js';
-import { TokenBucket } from '../../src/cluster/rate.js';
+import { apiOwnerLookup, OWNER_CACHE_BYTES, OwnerResolver, type OwnerLookup, type OwnerResolverOptions } from '../../src/cluster/owners.js';
+import { ReadBudget } from '../../src/cluster/rate.js';
+import { fakeClock } from './clock.js';
 import { fakeApi } from './fake-api.js';
 
 const silent = pino({ level: 'silent' });
@@ -71,35 +72,61 @@ describe('OwnerResolver', () => {
     for (let i = 0; i < 5; i++) expect(await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'gone')), 'shop')).toMatchObject({ kind: 'replicaset', name: 'gone' });
     expect(calls).toEqual(['ReplicaSet/shop/gone']);
     expect(warnings).toEqual(['could not read the pod owner; using it as the workload']);
-    expect(await readsForTwoPods('gone', { missingTtlMs: 0 })).toBe(2);
   });
 
-  /** How many reads two pods owned by ReplicaSet `name` cost a fresh resolver whose failed reads fail with `status`. */
-  async function readsForTwoPods(name: string, options: OwnerResolverOptions, status = 404): Promise<number> {
+  /**
+   * How many reads two pods owned by ReplicaSet `name` cost a fresh resolver whose failed reads fail with `status`, the
+   * second pod coming `laterMs` after the first.
+   */
+  async function readsForTwoPods(name: string, options: OwnerResolverOptions, { status = 404, laterMs = 0 } = {}): Promise<number> {
     const calls: string[] = [];
-    const resolver = new OwnerResolver(lookup(owners, calls, status), silent, options);
+    const clock = fakeClock();
+    const resolver = new OwnerResolver(lookup(owners, calls, status), silent, { now: clock.now, ...options });
     await resolver.resolve(podOwnedBy(ref('ReplicaSet', name)), 'shop');
+    clock.advance(laterMs);
     await resolver.resolve(podOwnedBy(ref('ReplicaSet', name)), 'shop');
     return calls.length;
   }
 
+  it('remembers a ReplicaSet found missing for its own, shorter time', async () => {
+    expect(await readsForTwoPods('gone', {}, { laterMs: 10_000 })).toBe(1);
+    expect(await readsForTwoPods('gone', {}, { laterMs: 10_001 })).toBe(2);
+    expect(await readsForTwoPods('gone', { missingTtlMs: 60_000 }, { laterMs: 30_000 })).toBe(1);
+  });
+
   it('reads again after a failure other than 404', async () => {
-    expect(await readsForTwoPods('unreadable', {}, 500)).toBe(2);
+    expect(await readsForTwoPods('unreadable', {}, { status: 500 })).toBe(2);
   });
 
   it('forgets entries after the TTL', async () => {
-    expect(await readsForTwoPods('web-5f', { ttlMs: 0 })).toBe(2);
-    expect(await readsForTwoPods('web-5f', {})).toBe(1);
+    expect(await readsForTwoPods('web-5f', {}, { laterMs: 600_000 })).toBe(1);
+    expect(await readsForTwoPods('web-5f', {}, { laterMs: 600_001 })).toBe(2);
+    expect(await readsForTwoPods('web-5f', { ttlMs: 1000 }, { laterMs: 1001 })).toBe(2);
   });
 
-  it('keeps at most maxEntries', async () => {
+  /** What one entry for a ReplicaSet named like `rs-0` costs, as the resolver counts it. */
+  async function entryBytes(): Promise<number> {
+    const resolver = new OwnerResolver(lookup({ 'ReplicaSet/rs-0': [ref('Deployment', 'd-0')] }), silent);
+    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'rs-0')), 'ns');
+    return resolver.bytes;
+  }
+
+  it('keeps at most maxBytes, the least recently used read again', async () => {
     const calls: string[] = [];
     const many: Record<string, ReturnType<typeof ref>[]> = {};
-    for (let i = 0; i < 5; i++) many[`ReplicaSet/rs-${i}`] = [ref('Deployment', `d-${i}`)];
-    const resolver = new OwnerResolver(lookup(many, calls), silent, { maxEntries: 2 });
-    for (let i = 0; i < 5; i++) await resolver.resolve(podOwnedBy(ref('ReplicaSet', `rs-${i}`)), 'ns');
+    for (let i = 0; i < 40; i++) many[`ReplicaSet/rs-${i}`] = [ref('Deployment', `d-${i}`)];
+    // Room for twenty entries, but for the names of two digits, which cost a little more.
+    const maxBytes = 20 * (await entryBytes());
+    const resolver = new OwnerResolver(lookup(many, calls), silent, { maxBytes, reads: new ReadBudget({ perSecond: Infinity, burst: Infinity }) });
+    for (let i = 0; i < 40; i++) {
+      await resolver.resolve(podOwnedBy(ref('ReplicaSet', `rs-${i}`)), 'ns');
+      expect(resolver.bytes).toBeLessThanOrEqual(maxBytes);
+    }
+    expect(resolver.bytes).toBeGreaterThan(maxBytes - (await entryBytes()) * 2);
+    calls.length = 0;
+    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'rs-39')), 'ns');
     await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'rs-0')), 'ns');
-    expect(calls.filter((c) => c.endsWith('rs-0'))).toHaveLength(2);
+    expect(calls).toEqual(['ReplicaSet/ns/rs-0']);
   });
 
   it("carries linkerd.io/inject found on the ReplicaSet or Job, where a Deployment's or a jobTemplate's metadata puts it", async () => {
@@ -178,7 +205,7 @@ describe('OwnerResolver', () => {
 
   it('reads at most as many owners as its rate allows; a pod whose owner is not read keeps it as named, not known to exist', async () => {
     const calls: string[] = [];
-    const resolver = new OwnerResolver(lookup(owners, calls), silent, { reads: new TokenBucket(0, 2) });
+    const resolver = new OwnerResolver(lookup(owners, calls), silent, { reads: new ReadBudget({ perSecond: 0, burst: 2 }) });
     const got = [];
     for (const name of ['web-5f', 'orphan', 'rollout-rs']) got.push(await resolver.resolve(podOwnedBy(ref('ReplicaSet', name)), 'shop'));
     expect(calls).toEqual(['ReplicaSet/shop/web-5f', 'ReplicaSet/shop/orphan']);
@@ -189,7 +216,7 @@ describe('OwnerResolver', () => {
     expect(calls).toHaveLength(2);
   });
 
-  it('stays within maxEntries under a churn of namespaces and owners, keeping the most recent', async () => {
+  it('stays within maxBytes under a churn of namespaces and owners, keeping the most recent', async () => {
     const calls: string[] = [];
     const churn: OwnerLookup = {
       async ownersOf(kind, namespace, name) {
@@ -197,14 +224,16 @@ describe('OwnerResolver', () => {
         return { owners: [ref('Deployment', name.replace(/-rs$/, ''))] };
       },
     };
-    const resolver = new OwnerResolver(churn, silent, { maxEntries: 100, reads: new TokenBucket(Infinity, Infinity) });
+    const maxBytes = 64 * 1024;
+    const resolver = new OwnerResolver(churn, silent, { maxBytes, reads: new ReadBudget({ perSecond: Infinity, burst: Infinity }) });
     let largest = 0;
     for (let i = 0; i < 10_000; i++) {
       const owner = await resolver.resolve(podOwnedBy(ref('ReplicaSet', `d${i}-rs`)), `ns-${i % 700}`);
       expect(owner.name).toBe(`d${i}`);
-      largest = Math.max(largest, resolver.size);
+      largest = Math.max(largest, resolver.bytes);
     }
-    expect(largest).toBe(100);
+    expect(largest).toBeLessThanOrEqual(maxBytes);
+    expect(largest).toBeGreaterThan(maxBytes * 0.9);
     calls.length = 0;
     await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'd9999-rs')), `ns-${9999 % 700}`);
     await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'd0-rs')), 'ns-0');
@@ -212,9 +241,80 @@ describe('OwnerResolver', () => {
   });
 
   it('an entry refreshed after its TTL is not counted twice', async () => {
-    const resolver = new OwnerResolver(lookup(owners), silent, { ttlMs: 0, maxEntries: 2 });
-    for (let i = 0; i < 5; i++) await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
-    expect(resolver.size).toBe(1);
+    const clock = fakeClock();
+    const resolver = new OwnerResolver(lookup(owners), silent, { now: clock.now });
+    await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
+    const once = resolver.bytes;
+    expect(once).toBeGreaterThan(0);
+    for (let i = 0; i < 5; i++) {
+      clock.advance(600_001);
+      await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop');
+    }
+    expect(resolver.bytes).toBe(once);
+  });
+
+  describe('counted in bytes, since a review can put anything in an owner reference', () => {
+    const MB = 1024 * 1024;
+    const unlimited = () => new ReadBudget({ perSecond: Infinity, burst: Infinity });
+
+    it("counts an owner reference's uid in full, and what was read", async () => {
+      const long = 'x'.repeat(10_000);
+      const readOf: OwnerLookup = { ownersOf: async (_kind, _namespace, name) => ({ owners: [ref('Deployment', 'web')], ...(name === 'annotated' && { inject: long }) }) };
+      const resolver = new OwnerResolver(readOf, silent);
+      const pod = (name: string, uid: string) => ({ metadata: { name: 'p', ownerReferences: [{ ...ref('ReplicaSet', name), uid }] } });
+      await resolver.resolve(pod('web-5f', 'u'), 'shop');
+      const short = resolver.bytes;
+      await resolver.resolve(pod('web-5f', `u${long}`), 'shop');
+      expect(resolver.bytes - short).toBe(short + 2 * long.length);
+      const twoEntries = resolver.bytes;
+      // Another ReplicaSet's name, three characters longer, whose read found a long annotation.
+      await resolver.resolve(pod('annotated', 'u'), 'shop');
+      expect(resolver.bytes - twoEntries).toBeGreaterThan(short + 2 * long.length);
+      // A name of that length is no object's: it is not read, and nothing is kept of it.
+      const before = resolver.bytes;
+      await resolver.resolve(pod(long, 'u'), 'shop');
+      expect(resolver.bytes).toBe(before);
+    });
+
+    it('stays within its bytes while hundreds of pods name owners with uids and names of a megabyte, and keeps what real pods use', async () => {
+      const calls: string[] = [];
+      const resolver = new OwnerResolver(lookup(owners, calls), silent, { reads: unlimited() });
+      expect(await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop')).toMatchObject({ kind: 'deployment', name: 'web' });
+      const big = 'x'.repeat(MB);
+      let largest = 0;
+      for (let i = 0; i < 300; i++) {
+        const named = i % 3 === 0 ? `${i}${big}` : i % 3 === 1 ? `forged-${i}` : 'web-5f';
+        const pod = { metadata: { name: 'p', ownerReferences: [{ ...ref('ReplicaSet', named), uid: `${i}${big}` }] } };
+        await resolver.resolve(pod, 'shop');
+        largest = Math.max(largest, resolver.bytes);
+      }
+      expect(largest).toBeLessThanOrEqual(OWNER_CACHE_BYTES);
+      // Each of those entries is larger than any real one, so none pushed out what the real pods' owner was read for.
+      calls.length = 0;
+      expect(await resolver.resolve(podOwnedBy(ref('ReplicaSet', 'web-5f')), 'shop')).toMatchObject({ kind: 'deployment', name: 'web' });
+      expect(calls).toEqual([]);
+    });
+
+    it('counts reads in progress by their keys, within the same bound', async () => {
+      const answers: Array<() => void> = [];
+      const slow: OwnerLookup = {
+        ownersOf: () => new Promise((resolve) => answers.push(() => resolve({ owners: [ref('Deployment', 'web')] }))),
+      };
+      const maxBytes = 1024 * 1024;
+      const resolver = new OwnerResolver(slow, silent, { maxBytes, reads: unlimited() });
+      const uid = 'u'.repeat(8 * 1024);
+      const resolving = Array.from({ length: 100 }, (_, i) =>
+        resolver.resolve({ metadata: { name: 'p', ownerReferences: [{ ...ref('ReplicaSet', `rs-${i}`), uid: `${i}${uid}` }] } }, 'shop'),
+      );
+      expect(answers).toHaveLength(100);
+      // Each read in progress counts its key of sixteen kilobytes: the bound holds about sixty of them.
+      expect(resolver.bytes).toBeLessThanOrEqual(maxBytes);
+      expect(resolver.bytes).toBeGreaterThan(maxBytes - 2 * 2 * uid.length);
+      for (const answer of answers) answer();
+      // A read pushed out while in progress still answers the pod that waited for it.
+      expect((await Promise.all(resolving)).every((owner) => owner.name === 'web' && owner.exists)).toBe(true);
+      expect(resolver.bytes).toBeLessThanOrEqual(maxBytes);
+    });
   });
 
   it('reads ReplicaSets, Jobs, StatefulSets and DaemonSets at their API paths, with their own linkerd.io/inject and proxy annotations, and a missing one is an error with its status', async () => {
