@@ -1,7 +1,7 @@
 /** Wires the cluster into the server: configuration, namespace annotations, owners, events and readiness. */
 import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { AdmissionRequest, AdmissionSources, HandledAdmission } from '../admission/index.js';
+import type { AdmissionRequest, AdmissionSources, HandledAdmission, PodIdentity } from '../admission/index.js';
 import { isWorkloadKind, names, podSecurityLabels, templateAnnotationsPath, type PodSecurityDefaults, type StartupRisk } from '../engine/index.js';
 import { FileConfigSource } from './config-files.js';
 import type { ConfigSource } from './config-source.js';
@@ -306,7 +306,7 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
 
   /** The address of the review each owner was resolved for, so that a read made later for its events costs it. */
   const askedBy = new WeakMap<ResolvedOwner, string>();
-  const resolveOwner = async (request: AdmissionRequest, pod: Record<string, unknown>, client: string): Promise<ResolvedOwner> => {
+  const resolveOwner = async (request: AdmissionRequest, pod: PodIdentity, client: string): Promise<ResolvedOwner> => {
     const owner = await owners.resolve(pod, request.namespace ?? '', client);
     askedBy.set(owner, client);
     return owner;

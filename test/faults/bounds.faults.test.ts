@@ -335,11 +335,16 @@ describe('in a cluster', () => {
     const forgedMs = performance.now() - started;
     const real = await post(JSON.stringify(admissionReview(controlledBy(pod({ annotations: enabled }), { name: 'web-7d4b', uid: 'rs-web' }), { namespace: 'shop' })));
     const fresh = await post(JSON.stringify(admissionReview(controlledBy(pod({ annotations: enabled }), { name: 'api-5c9f', uid: 'rs-api' }), { namespace: 'fresh' })));
-    const labels = (answer: Answer) =>
-      (decodedPatch({ response: answer.response }) as Array<{ path: string; value: unknown }>).find((op) => op.path === '/metadata/labels')?.value as Record<string, string> | undefined;
+    /** The labels the answer's patch adds, one operation each. */
+    const labels = (answer: Answer): Record<string, unknown> =>
+      Object.fromEntries(
+        (decodedPatch({ response: answer.response }) as Array<{ path: string; value: unknown }>)
+          .filter((op) => op.path.startsWith('/metadata/labels/'))
+          .map((op) => [op.path.slice('/metadata/labels/'.length).replace(/~1/g, '/').replace(/~0/g, '~'), op.value]),
+      );
     console.log(`400 forged reviews in ${fmt(forgedMs)} ms; then a real pod: ${JSON.stringify(labels(real))}; a pod in a namespace not yet listed: ${fresh.response?.allowed} ${JSON.stringify(labels(fresh))}`);
-    expect(labels(real)?.['linkerd.io/proxy-deployment']).toBe('web');
+    expect(labels(real)['linkerd.io/proxy-deployment']).toBe('web');
     expect(fresh.response?.allowed).toBe(true);
-    expect(labels(fresh)?.['linkerd.io/proxy-deployment']).toBe('api');
+    expect(labels(fresh)['linkerd.io/proxy-deployment']).toBe('api');
   });
 });
