@@ -243,8 +243,16 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   const { logger, metrics, sources } = options;
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   const node = nodeServerOptions(limits);
+  /** Every refusal is counted and logged, once, in a line of bounded size. */
+  const refuse = ({ status, reason, message }: Refusal): void => {
+    metrics.refused(status, reason);
+    logger.warn({ status, reason: message }, 'rejected admission request');
+  };
   const common = {
-    ...fastifyOptions(limits, (code) => countClientError(metrics, code)),
+    ...fastifyOptions(limits, (code) => {
+      const refusal = clientErrorRefusal(code, limits.maxHeaderBytes);
+      if (refusal) refuse(refusal);
+    }),
     bodyLimit: limits.maxBodyBytes,
     maxRequestsPerSocket: limits.maxRequestsPerSocket,
     // Once closing, a request on a connection that is still open gets 503 and `Connection: close`: it goes elsewhere.
@@ -255,7 +263,7 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     : // Plain HTTP serves only in-process tests, which use nothing of the TLS server.
       (Fastify({ ...common, http: node }) as unknown as FastifyInstance<HttpsServer>);
   const app: WebhookApp = Object.assign(fastify, { connections: new ConnectionTable(fastify.server, limits, limits.requestTimeoutMs) });
-  refuseConnect(app.server as unknown as HttpServer, metrics);
+  refuseConnect(app.server as unknown as HttpServer, refuse);
   // node:https parses a connection's bytes straight from the TLS layer; when a client pipelines requests faster than it
   // reads the answers, pausing that parser fails (HPE_PAUSED) and the connection is cut with answers still queued (Node
   // 20 to 26). A 'data' listener makes node:http parse from the socket's stream instead, which pauses cleanly.
@@ -280,8 +288,7 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     if (error instanceof Gone) return reply.hijack();
     const refusal = refusalOf(error, limits.maxBodyBytes);
     if (refusal) {
-      metrics.refused(refusal.status, refusal.reason);
-      logger.warn({ status: refusal.status, reason: refusal.message }, 'rejected admission request');
+      refuse(refusal);
       if (refusal.midBody) closeWhenBodyEnds(request);
       return sendText(reply, refusal.status, `${oneLine(refusal.message)}\n`, !refusal.midBody);
     }
@@ -293,8 +300,7 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
 
   app.setNotFoundHandler((request, reply) => {
     const refusal = new Refusal(404, `no route for ${request.method.slice(0, 16)} ${oneLine(request.url).slice(0, 256)}: POST AdmissionReviews to /`, 'not_found');
-    metrics.refused(refusal.status, refusal.reason);
-    logger.warn({ status: refusal.status, reason: refusal.message }, 'rejected admission request');
+    refuse(refusal);
     return sendText(reply, 404, `${refusal.message}\n`, true);
   });
 
@@ -366,20 +372,20 @@ function closeWhenBodyEnds(request: FastifyRequest): void {
 /** node:http reads the data itself; the listener only moves its parsing onto the stream (see buildWebhookApp). */
 function ignoreData(): void {}
 
-/** Counts what node:http refused before a request existed. */
-function countClientError(metrics: InjectorMetrics, code: string | undefined): void {
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') metrics.refused(408, 'request_timeout');
-  else if (code === 'HPE_HEADER_OVERFLOW') metrics.refused(431, 'headers_too_large');
-  else if (code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') metrics.refused(413, 'body_too_large');
-  // A client that went away is no refusal; anything else node:http could not parse got a 400.
-  else if (code !== 'ECONNRESET') metrics.refused(400, 'malformed_http');
+/** What node:http refused before a request existed, as a refusal; undefined for a client that went away. */
+function clientErrorRefusal(code: string | undefined, maxHeaderBytes: number): Refusal | undefined {
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return new Refusal(408, 'the request did not arrive within the request timeout', 'request_timeout');
+  if (code === 'HPE_HEADER_OVERFLOW') return new Refusal(431, `the request line and headers are larger than ${maxHeaderBytes} bytes`, 'headers_too_large');
+  if (code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') return new Refusal(413, 'the chunk extensions of the body are too large', 'body_too_large');
+  if (code === 'ECONNRESET') return undefined;
+  return new Refusal(400, `the request is not HTTP/1.1 the injector can read (${oneLine(code ?? 'unknown').slice(0, 64)})`, 'malformed_http');
 }
 
 /** node:http hands a CONNECT to this event alone, and without a listener drops the connection unanswered. */
-function refuseConnect(server: HttpServer, metrics: InjectorMetrics): void {
+function refuseConnect(server: HttpServer, refuse: (refusal: Refusal) => void): void {
   server.on('connect', (request, socket) => {
-    metrics.refused(404, 'not_found');
-    const text = `no route for CONNECT ${oneLine(request.url ?? '')}: POST AdmissionReviews to /\n`;
+    const text = `no route for CONNECT ${oneLine(request.url ?? '').slice(0, 256)}: POST AdmissionReviews to /\n`;
+    refuse(new Refusal(404, text.trimEnd(), 'not_found'));
     socket.end(`HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: ${TEXT}\r\n\r\n${text}`, () => socket.destroy());
   });
 }

@@ -1,6 +1,7 @@
 /** The webhook application in-process (no sockets): envelopes, round trips, bad input, failures, metrics. */
 import { request } from 'node:http';
-import { PassThrough, type Readable } from 'node:stream';
+import { createConnection } from 'node:net';
+import { PassThrough, Writable, type Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -396,6 +397,37 @@ describe('what reviews in flight hold', () => {
     const { app } = setup();
     for (const res of [await post(app, '{'), await inject(app, { method: 'GET', url: '/' }), await post(app, 'x', 'text/plain')]) {
       expect(res.headers['connection']).toBe('close');
+    }
+  });
+});
+
+describe('every refusal', () => {
+  it('is counted and logged once, in a short line, whether fastify or node:http refused it', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(chunk.toString()), done()) }));
+    const metrics = new InjectorMetrics({ processMetrics: false });
+    const app = buildWebhookApp({ sources: { config: () => testConfig(), namespaceAnnotations: () => undefined }, metrics, logger, limits: { maxHeaderBytes: 2_048 } });
+    apps.push(app);
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (app.server.address() as { port: number }).port;
+    const raw = (text: string) =>
+      new Promise<string>((resolve) => {
+        let seen = '';
+        const socket = createConnection({ host: '127.0.0.1', port }, () => socket.write(text));
+        socket.on('data', (c: Buffer) => (seen += c.toString('latin1')));
+        socket.on('error', () => {});
+        socket.on('close', () => resolve(seen.split('\r\n')[0] ?? ''));
+      });
+    expect(await raw('GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n')).toBe('HTTP/1.1 404 Not Found');
+    expect(await raw('POST / HTTP/1.1\r\nHost: x\r\n\r\n')).toBe('HTTP/1.1 400 Bad Request');
+    expect(await raw(`POST / HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(4_000)}\r\n\r\n`)).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+    expect(await raw('\u0000\u0001 not http\r\n\r\n')).toBe('HTTP/1.1 400 Bad Request');
+    const rejected = lines.filter((l) => l.includes('rejected admission request'));
+    expect(rejected.map((l) => (JSON.parse(l) as { status: number }).status)).toEqual([404, 400, 431, 400]);
+    expect(rejected.every((l) => l.length < 512)).toBe(true);
+    const text = await metrics.metrics();
+    for (const [status, reason] of [['404', 'not_found'], ['400', 'empty_body'], ['431', 'headers_too_large'], ['400', 'malformed_http']]) {
+      expect(text).toContain(`proxy_inject_admission_refusals_total{status="${status}",reason="${reason}"} 1`);
     }
   });
 });
