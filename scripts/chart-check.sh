@@ -53,4 +53,4 @@ refused 'no image' 'image.repository is not set: no image of proxy-injector is p
 refused 'a mistyped value' "value must be one of 'Ignore', 'Fail'" proxy-injector "$CHART" "${IMAGE[@]}" --set webhook.failurePolicy=fail
 refused 'an unknown value' 'additional properties' proxy-injector "$CHART" "${IMAGE[@]}" --set webhook.failurPolicy=Fail
 refused "a Linkerd object's name" "which Linkerd's own objects use" linkerd-proxy-injector "$CHART" "${IMAGE[@]}" --namespace linkerd
-refused 'in-flight bytes below a body' 'limits.maxInFlightBytes must be at least limits.maxBodyBytes' proxy-injector "$CHART" "${IMAGE[@]}" --set limits.maxInFlightBytes=65536
+refused 'in-flight bytes below two bodies' 'limits.maxInFlightBytes must be at least twice limits.maxBodyBytes' proxy-injector "$CHART" "${IMAGE[@]}" --set limits.maxInFlightBytes=6291456
