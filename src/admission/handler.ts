@@ -113,15 +113,15 @@ function evaluated(response: AdmissionResponse, result: AdmissionRecord, owner: 
 }
 
 /**
- * Whether an answer is worth a cache entry: a pod that a controller made (a pod created on its own is never followed by
- * its twin) and that asks to be injected (deciding to skip a pod costs less than writing its key).
+ * The controller of an object whose answer is worth a cache entry: a pod that a controller made (a pod created on its
+ * own is never followed by its twin) and that asks to be injected (deciding to skip a pod costs less than writing its
+ * key). Undefined for any other object.
  */
-function cacheable(kind: string, object: Record<string, unknown>, references: readonly OwnerReference[], nsAnnotations: Record<string, string>): boolean {
-  return (
-    kind.toLowerCase() === 'pod' &&
-    references.some((ref) => ref.controller) &&
-    !injectAnnotationDecision('webhook', ownInjectAnnotation(object), nsAnnotations).disabled
-  );
+function cacheableController(kind: string, object: Record<string, unknown>, references: readonly OwnerReference[], nsAnnotations: Record<string, string>): string | undefined {
+  if (kind.toLowerCase() !== 'pod') return undefined;
+  const controller = references.find((ref) => ref.controller);
+  if (!controller || injectAnnotationDecision('webhook', ownInjectAnnotation(object), nsAnnotations).disabled) return undefined;
+  return controller.uid;
 }
 
 /**
@@ -208,8 +208,9 @@ function evaluate(
   const constraints = namespace && sources.namespaceConstraints ? sources.namespaceConstraints(namespace) : undefined;
   const kubernetesVersion = sources.kubernetesVersion?.();
   const answers = sources.answers;
+  const controller = answers ? cacheableController(kind, object, owners.references, nsAnnotations) : undefined;
   const key =
-    answers && cacheable(kind, object, owners.references, nsAnnotations)
+    answers && controller !== undefined && answers.seenBefore(controller)
       ? answers.key(config, { kind, namespace, object, namespaceAnnotations: nsAnnotations, namespaceLabels: nsLabels, constraintsVersion: constraints?.version, kubernetesVersion, owner })
       : undefined;
   const cached = key !== undefined ? answers?.find(key) : undefined;

@@ -33,6 +33,8 @@ export interface CachedAnswer {
 
 /** What all entries may hold: the answers of every workload rolling out at once in a large cluster. */
 const DEFAULT_MAX_BYTES = 16 * 1024 * 1024;
+/** What the controllers remembered may hold: their uids are at most 128 characters (see ownerReferencesOf). */
+const CONTROLLERS_MAX_BYTES = 1024 * 1024;
 /** An entry larger than this is not kept: such pods are rare, and one would crowd out many ordinary ones. */
 const MAX_ENTRY_BYTES = 1024 * 1024;
 
@@ -85,6 +87,12 @@ function entryBytes(answer: CachedAnswer, key: string): number {
 
 export class TemplateAnswerLru {
   private readonly entries: LRUCache<string, CachedAnswer>;
+  /**
+   * The controllers (by uid) that made a pod already: a controller's first pod is answered without a key and kept
+   * nowhere, since most controllers make a single pod of a template (a Job, a CronJob's run, a Deployment of one
+   * replica) and keying and keeping an answer nobody asks for again cost a third of answering such a pod.
+   */
+  private readonly controllers = new LRUCache<string, true>({ maxSize: CONTROLLERS_MAX_BYTES, sizeCalculation: (_, uid) => 2 * uid.length + 64 });
   /** A number for each configuration object seen, part of every key: a new configuration never meets an old answer. */
   private readonly configIds = new WeakMap<InjectorConfig, number>();
   private nextConfigId = 0;
@@ -117,6 +125,13 @@ export class TemplateAnswerLru {
     return [id, question.kind, question.namespace, owner, JSON.stringify(question.namespaceAnnotations), labels, question.constraintsVersion ?? '', release, serialized].join('\u0000');
   }
 
+  /** Whether the controller made a pod before this one; from now on it has. */
+  seenBefore(controller: string): boolean {
+    if (this.controllers.get(controller)) return true;
+    this.controllers.set(controller, true);
+    return false;
+  }
+
   /** The answer kept under `key`, if any. */
   find(key: string): CachedAnswer | undefined {
     const answer = this.entries.get(key);
@@ -135,8 +150,8 @@ export class TemplateAnswerLru {
     return { hits: this.hitCount, misses: this.missCount };
   }
 
-  /** What the entries hold now, in bytes as counted against the bound. */
+  /** What the entries and the controllers remembered hold now, in bytes as counted against their bounds. */
   get bytes(): number {
-    return this.entries.calculatedSize;
+    return this.entries.calculatedSize + this.controllers.calculatedSize;
   }
 }
