@@ -143,21 +143,28 @@ describe('the limits of serve, set short', () => {
   });
 
   it('a connection beyond --max-connections closes the oldest that answers nothing, and is served', async () => {
+    // A process of its own with the default timeouts, so that no held connection is closed by one meanwhile.
+    const dir = tlsDir();
+    const own = await startInjector(dir, ['--max-connections', '20']);
     const held: Socket[] = [];
     for (let i = 0; i < 20; i++) {
-      const s = tcpConnect({ host: target.host, port: target.port }).on('error', () => {});
+      const s = tcpConnect({ host: own.host, port: own.port }).on('error', () => {});
       await new Promise((r) => s.once('connect', r));
       held.push(s);
     }
     // The server counts a connection once it has accepted it; give it a moment to accept all twenty.
     await new Promise((r) => setTimeout(r, 200));
     const closed = (s: Socket) => new Promise<boolean>((resolve) => (s.destroyed ? resolve(true) : (s.once('close', () => resolve(true)), setTimeout(() => resolve(false), 1_000))));
-    const socket = await openTls();
+    const socket = await new Promise<TLSSocket>((resolve, reject) => {
+      const s = tlsConnect({ host: own.host, port: own.port, ca: caOf(dir), servername: 'localhost' });
+      s.once('secureConnect', () => resolve(s)).once('error', reject);
+    });
     expect((await exchange(socket)).status).toBe(200);
     socket.destroy();
     expect(await closed(held[0] as Socket)).toBe(true);
     expect(await closed(held[1] as Socket)).toBe(false);
     for (const s of held) s.destroy();
+    own.child.kill('SIGKILL');
   });
 
   it('plain HTTP on the TLS port is closed without an HTTP answer', async () => {
