@@ -170,61 +170,93 @@ interface ShutdownCall {
 /** A request to the proxy's shutdown endpoint over loopback, as `curl -X POST http://localhost:4191/shutdown` makes it. */
 const LOOPBACK_SHUTDOWN = /(?:localhost|127\.0\.0\.1|\[::1\]):(\d{1,5})\/shutdown\b/;
 
+/** Whether a character code is a quote that `words` strips from either end of a word. */
+const isQuote = (code: number): boolean => code === 0x22 || code === 0x27;
+
 /**
  * The command line's words, shell scripts (`sh -c "..."`) split at blanks and shell separators and stripped of quotes:
- * enough to find a program and its flags, not a shell's parse.
+ * enough to find a program and its flags, not a shell's parse. The quotes are stripped by two scans rather than a
+ * regex, which tried a run of quotes inside a word from each of its positions.
  */
 function words(c: Container): string[] {
   const out: string[] = [];
   for (const text of [...stringsIn(c.command), ...stringsIn(c.args)]) {
     for (const word of text.split(/[\s;&|()]+/)) {
-      const bare = word.replace(/^['"]+|['"]+$/g, '');
-      if (bare !== '') out.push(bare);
+      let start = 0;
+      let end = word.length;
+      while (start < end && isQuote(word.charCodeAt(start))) start++;
+      while (end > start && isQuote(word.charCodeAt(end - 1))) end--;
+      if (end > start) out.push(start === 0 && end === word.length ? word : word.slice(start, end));
     }
   }
   return out;
 }
 
+/** Whether a word runs linkerd-await: its last path segment is that name. */
+const isAwait = (word: string): boolean => word === 'linkerd-await' || word.endsWith('/linkerd-await');
+
 /**
  * Whether `linkerd-await` is run with `--shutdown` (`-S`, also among other short flags), and the admin port it will
- * call (`--port`, `-p`; 4191 by default). Flags end at `--` or at the command it runs.
+ * call (`--port`, `-p`; 4191 by default; the last valid one given wins). Flags end at `--` or at the command it runs.
+ *
+ * Read from the last word back: what the flags from word i on say depends only on word i and what they say from the
+ * word after it (or after its value), so every word is read once, however many of them name linkerd-await; reading
+ * each linkerd-await's flags afresh read a line of such words once per word.
  */
 function awaitShutdownPort(line: readonly string[]): number | undefined {
-  for (let at = 0; at < line.length; at++) {
-    const program = line[at] as string;
-    if (program.slice(program.lastIndexOf('/') + 1) !== 'linkerd-await') continue;
-    let shutdown = false;
-    let port = AWAIT_DEFAULT_PORT;
-    for (let i = at + 1; i < line.length; i++) {
-      const word = line[i] as string;
-      if (word === '--' || !word.startsWith('-') || word === '-') break;
-      let value: string | undefined;
-      let flag: string;
-      if (word.startsWith('--')) {
-        const eq = word.indexOf('=');
-        flag = eq < 0 ? word.slice(2) : word.slice(2, eq);
-        value = eq < 0 ? undefined : word.slice(eq + 1);
-        if (flag === 'shutdown') shutdown = true;
-        // The flags that take a value; --timeout-fatal takes it only after '='.
-        if ((flag === 'port' || flag === 'backoff' || flag === 'timeout') && value === undefined) value = line[++i];
-      } else {
-        // Short flags may be grouped (-vS); -p, -b and -t take the rest of the word, or the next word, as their value.
-        flag = '';
-        for (let k = 1; k < word.length; k++) {
-          const letter = word[k] as string;
-          if (letter === 'S') shutdown = true;
-          if (letter === 'p' || letter === 'b' || letter === 't') {
-            flag = letter === 'p' ? 'port' : letter;
-            value = k + 1 < word.length ? word.slice(k + 1) : line[++i];
-            break;
-          }
-        }
-      }
-      if (flag === 'port' && value !== undefined && /^\d{1,5}$/.test(value)) port = Number(value);
-    }
-    if (shutdown) return port;
+  let first = 0;
+  while (first < line.length && !isAwait(line[first] as string)) first++;
+  if (first === line.length) return undefined;
+  // From word i on, read as flags: whether --shutdown is among them, and the port they give last (-1: none).
+  const shutdownFrom = new Uint8Array(line.length + 2);
+  const portFrom = new Int32Array(line.length + 2).fill(-1);
+  for (let i = line.length - 1; i > first; i--) {
+    const flags = awaitFlag(line, i);
+    if (flags === undefined) continue;
+    shutdownFrom[i] = flags.shutdown || shutdownFrom[flags.next] === 1 ? 1 : 0;
+    portFrom[i] = (portFrom[flags.next] as number) >= 0 ? (portFrom[flags.next] as number) : flags.port;
+  }
+  for (let at = first; at < line.length; at++) {
+    if (!isAwait(line[at] as string) || shutdownFrom[at + 1] !== 1) continue;
+    const port = portFrom[at + 1] as number;
+    return port >= 0 ? port : AWAIT_DEFAULT_PORT;
   }
   return undefined;
+}
+
+/**
+ * What word `i` says as one of linkerd-await's flags: whether it asks for --shutdown, the port it gives (-1: none), and
+ * the index of the next flag (after its value, when it takes the next word). Undefined when the flags end there.
+ */
+function awaitFlag(line: readonly string[], i: number): { shutdown: boolean; port: number; next: number } | undefined {
+  const word = line[i] as string;
+  if (word === '--' || !word.startsWith('-') || word === '-') return undefined;
+  let next = i + 1;
+  let shutdown = false;
+  let value: string | undefined;
+  let flag: string;
+  if (word.startsWith('--')) {
+    const eq = word.indexOf('=');
+    flag = eq < 0 ? word.slice(2) : word.slice(2, eq);
+    value = eq < 0 ? undefined : word.slice(eq + 1);
+    if (flag === 'shutdown') shutdown = true;
+    // The flags that take a value; --timeout-fatal takes it only after '='.
+    if ((flag === 'port' || flag === 'backoff' || flag === 'timeout') && value === undefined) value = line[next++];
+  } else {
+    // Short flags may be grouped (-vS); -p, -b and -t take the rest of the word, or the next word, as their value.
+    flag = '';
+    for (let k = 1; k < word.length; k++) {
+      const letter = word[k] as string;
+      if (letter === 'S') shutdown = true;
+      if (letter === 'p' || letter === 'b' || letter === 't') {
+        flag = letter === 'p' ? 'port' : letter;
+        value = k + 1 < word.length ? word.slice(k + 1) : line[next++];
+        break;
+      }
+    }
+  }
+  const port = flag === 'port' && value !== undefined && value.length <= 5 && /^\d{1,5}$/.test(value) ? Number(value) : -1;
+  return { shutdown, port, next };
 }
 
 /**
