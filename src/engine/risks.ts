@@ -137,7 +137,38 @@ function ranges(list: string, names: ReadonlyMap<string, number>): PortRange[] {
   return out;
 }
 
-const within = (port: number, list: readonly PortRange[]): boolean => list.some((r) => port >= r.lo && port <= r.hi);
+/**
+ * A list's ranges sorted by their start, overlapping ones merged, so that `within` finds a port by bisection: every
+ * declared port against every item of the list was the product of two lists a pod chooses. Ranges that only touch
+ * stay apart, since a declared port need not be a whole number.
+ */
+function merged(list: readonly PortRange[]): PortRange[] {
+  const sorted = [...list].sort((a, b) => a.lo - b.lo);
+  const out: PortRange[] = [];
+  for (const r of sorted) {
+    const last = out[out.length - 1];
+    if (last !== undefined && r.lo <= last.hi) last.hi = Math.max(last.hi, r.hi);
+    else out.push({ lo: r.lo, hi: r.hi });
+  }
+  return out;
+}
+
+/** Whether `port` falls in one of `list`'s ranges; `list` as `merged` makes it. A NaN port falls in none. */
+function within(port: number, list: readonly PortRange[]): boolean {
+  let lo = 0;
+  let hi = list.length - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((list[mid] as PortRange).lo <= port) {
+      found = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return found >= 0 && port <= (list[found] as PortRange).hi;
+}
 
 /** Every TCP port the pod's containers declare, with the container that declares it. */
 function declaredPorts(spec: PodSpec): Array<{ port: number; container: string }> {
@@ -486,15 +517,15 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
   // The port lists are parsed only when they can matter: most pods declare no port that skips the proxy.
   const skipped = values.proxyInit.ignoreInboundPorts;
   const names = ports.length > 0 && skipped !== '' ? (input.namedPorts ?? namedPorts(spec)) : undefined;
-  const skippedIn = names ? ranges(skipped, names) : [];
+  const skippedIn = names ? merged(ranges(skipped, names)) : [];
   let requireIdentity: PortRange[] | undefined;
   let explicitOpaque: PortRange[] | undefined;
   const seen = new Set<number>();
   for (const { port, container } of ports) {
     if (seen.has(port) || !within(port, skippedIn)) continue;
     seen.add(port);
-    requireIdentity ??= ranges(proxy.requireIdentityOnInboundPorts, names ?? new Map());
-    explicitOpaque ??= input.explicitOpaquePorts === undefined ? [] : ranges(input.explicitOpaquePorts, names ?? new Map());
+    requireIdentity ??= merged(ranges(proxy.requireIdentityOnInboundPorts, names ?? new Map()));
+    explicitOpaque ??= input.explicitOpaquePorts === undefined ? [] : merged(ranges(input.explicitOpaquePorts, names ?? new Map()));
     if (within(port, requireIdentity)) {
       risks.push({
         code: 'skipped_port_requires_identity',

@@ -1,10 +1,11 @@
 /**
- * How the start-up risk analysis reads a pod's command lines: quotes and linkerd-await's flags, pinned case by case,
- * and the same answers for inputs a hostile review makes large (the sizes here are the ones that used to stall the
- * analysis; how long they take is measured by bench/scaling.bench.mjs, not here).
+ * How the start-up risk analysis reads a pod's command lines and port lists: quotes, linkerd-await's flags, named ports
+ * and ranges, pinned case by case, and the same answers for inputs a hostile review makes large (the sizes here are the
+ * ones that used to stall the analysis; how long they take is measured by bench/scaling.bench.mjs, not here).
  */
 import { describe, expect, it } from 'vitest';
 import { startupRisks, type StartupRiskCode } from '../../src/engine/index.js';
+import type { ContainerPort } from '../../src/engine/k8s.js';
 import { testValues } from '../support/engine.js';
 
 type Values = ReturnType<typeof testValues>;
@@ -104,5 +105,88 @@ describe('the command line of a pod that runs to completion', () => {
     const many = Array.from({ length: 60_000 }, () => '/linkerd-await');
     expect(portAsked(many)).toBeUndefined();
     expect(portAsked([...many, '-Sp5191'])).toBe('5191');
+  });
+});
+
+describe('declared ports against the port lists', () => {
+  /** The risks of a pod whose one container declares `ports`, with these skip, require-identity and opaque lists. */
+  const risks = (ports: ContainerPort[], lists: { skip?: string; identity?: string; opaque?: string }) => {
+    const values = testValues((v) => {
+      if (lists.skip !== undefined) v.proxyInit.ignoreInboundPorts = lists.skip;
+      if (lists.identity !== undefined) v.proxy.requireIdentityOnInboundPorts = lists.identity;
+    });
+    const spec = { containers: [{ name: 'app', image: 'app:1', ports }] };
+    return startupRisks({ spec, values, workloadKind: 'deployment', ...(lists.opaque !== undefined && { explicitOpaquePorts: lists.opaque }) });
+  };
+  /** The ports reported, each with the code it is reported under. */
+  const reported = (...args: Parameters<typeof risks>): string[] =>
+    risks(...args).map((r) => `${/port (\d+(?:\.\d+)?)/.exec(r.text)?.[1]} ${r.code}`);
+
+  it('ranges, single ports, and items that read as neither', () => {
+    const ports = [{ containerPort: 8080 }, { containerPort: 9000 }, { containerPort: 7000 }];
+    expect(reported(ports, { skip: '8000-8100,9000', identity: '8080,9000-9000', opaque: '9000' })).toEqual([
+      '8080 skipped_port_requires_identity',
+      '9000 skipped_port_requires_identity',
+      '9000 skipped_port_is_opaque',
+    ]);
+    // The order of a list's items does not matter.
+    expect(reported(ports, { skip: '9000,7001-7999,8000-8100', identity: '9000,8080,1-2' })).toEqual([
+      '8080 skipped_port_requires_identity',
+      '9000 skipped_port_requires_identity',
+    ]);
+    // A reversed range, a number beyond 65535 and a word stand for nothing; blanks around an item are trimmed.
+    expect(reported(ports, { skip: '8100-8000,70000,web', identity: '8080' })).toEqual([]);
+    expect(reported(ports, { skip: ' 8080 ', identity: '+8080' })).toEqual(['8080 skipped_port_requires_identity']);
+  });
+
+  it('overlapping and nested ranges, and ranges that only touch', () => {
+    const ports = [8000, 8050, 8100, 8101, 8200].map((containerPort) => ({ containerPort }));
+    expect(reported(ports, { skip: '8000-8100,8050-8060,8040-8101', identity: '0-65535' }).map((r) => r.split(' ')[0])).toEqual([
+      '8000', '8050', '8100', '8101',
+    ]);
+    // A declared port between two ranges that touch is in neither; the API server refuses such a port, the engine
+    // does not, so the reading must not merge them.
+    const between = [{ containerPort: 8100.5 }, { containerPort: 8101 }];
+    expect(reported(between, { skip: '8000-8100,8101-8200', identity: '8000-8200' })).toEqual(['8101 skipped_port_requires_identity']);
+    expect(reported([{ containerPort: Number.NaN }], { skip: '0-65535', identity: '0-65535' })).toEqual([]);
+  });
+
+  it('names stand for the port they name in the pod, before any reading as a number', () => {
+    const ports = [{ name: 'web', containerPort: 8080 }, { name: '9000', containerPort: 9443 }, { containerPort: 9000 }];
+    expect(reported(ports, { skip: 'web,9000', identity: 'web', opaque: '9000' })).toEqual([
+      '8080 skipped_port_requires_identity',
+      '9443 skipped_port_is_opaque',
+    ]);
+    // A name the pod does not declare is nothing; UDP ports are not declared TCP ports.
+    expect(reported([{ name: 'web', containerPort: 8080, protocol: 'UDP' }], { skip: 'web,8080', identity: '8080' })).toEqual([]);
+  });
+
+  it('a port declared twice is reported once, under the first container that declares it', () => {
+    const values = testValues((v) => {
+      v.proxyInit.ignoreInboundPorts = '8080';
+      v.proxy.requireIdentityOnInboundPorts = '8080';
+    });
+    const spec = {
+      initContainers: [{ name: 'first', image: 'a', ports: [{ containerPort: 8080 }] }],
+      containers: [{ name: 'second', image: 'a', ports: [{ containerPort: 8080 }, { containerPort: 8080 }] }],
+    };
+    const found = startupRisks({ spec, values, workloadKind: 'deployment' });
+    expect(found.map((r) => [r.code, r.container])).toEqual([['skipped_port_requires_identity', 'first']]);
+  });
+
+  it('tens of thousands of ports against lists of a hundred thousand items report exactly the ports in both', () => {
+    const ports = Array.from({ length: 80_000 }, (_, i) => ({ containerPort: 1 + (i % 65_000) }));
+    // Every third port skipped, as single items and as ranges; every fifth port requires an identity.
+    const skip = Array.from({ length: 120_000 }, (_, i) => (i % 2 === 0 ? `${3 * (i % 21_000) + 3}` : `${3 * (i % 21_000) + 3}-${3 * (i % 21_000) + 3}`));
+    const identity = Array.from({ length: 120_000 }, (_, i) => `${5 * (i % 13_000) + 5}`);
+    const all = risks(ports, { skip: skip.join(','), identity: identity.join(',') });
+    // The proxy's four ports are among those declared, twice each, and each declaration is a clash of its own.
+    expect(all.filter((r) => r.code === 'container_port_is_proxy_port')).toHaveLength(8);
+    const found = all.filter((r) => r.code !== 'container_port_is_proxy_port');
+    const expected = new Set<number>();
+    for (let p = 1; p <= 65_000; p++) if (p % 15 === 0 && p <= 63_000) expected.add(p);
+    expect(found.length).toBe(expected.size);
+    expect(found.every((r) => r.code === 'skipped_port_requires_identity')).toBe(true);
+    expect(found.map((r) => Number(/port (\d+)/.exec(r.text)?.[1]))).toEqual([...expected]);
   });
 });
