@@ -286,8 +286,8 @@ function awaitFlag(line: readonly string[], i: number): { shutdown: boolean; por
       }
     }
   }
-  const port = flag === 'port' && value !== undefined && value.length <= 5 && /^\d{1,5}$/.test(value) ? Number(value) : -1;
-  return { shutdown, port, next };
+  const valid = flag === 'port' && value !== undefined && value.length <= 5 && /^\d{1,5}$/.test(value);
+  return { shutdown, port: valid ? Number(value) : -1, next };
 }
 
 /**
@@ -525,7 +525,8 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
     if (seen.has(port) || !within(port, skippedIn)) continue;
     seen.add(port);
     requireIdentity ??= merged(ranges(proxy.requireIdentityOnInboundPorts, names ?? new Map()));
-    explicitOpaque ??= input.explicitOpaquePorts === undefined ? [] : merged(ranges(input.explicitOpaquePorts, names ?? new Map()));
+    const opaque = input.explicitOpaquePorts;
+    explicitOpaque ??= opaque === undefined ? [] : merged(ranges(opaque, names ?? new Map()));
     if (within(port, requireIdentity)) {
       risks.push({
         code: 'skipped_port_requires_identity',

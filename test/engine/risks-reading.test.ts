@@ -48,11 +48,12 @@ describe('the command line of a pod that runs to completion', () => {
     expect(shutdown(['linkerd-await', `${run(100_000)}--shutdown${run(100_000, "'")}`])).toEqual([]);
     // The run that used to be tried from each of its positions: inside a word, followed by more of the word.
     expect(codes(shutdown(['linkerd-await', `--shutdown${run(100_000)}x`]))).toEqual(['proxy_never_exits']);
-    expect(codes(shutdown(['linkerd-await', `${run(50_000)}x${run(50_000)}y`, '--shutdown']))).toEqual(['proxy_never_exits']);
+    const inside = `${run(50_000)}x${run(50_000)}y`;
+    expect(codes(shutdown(['linkerd-await', inside, '--shutdown']))).toEqual(['proxy_never_exits']);
     expect(shutdown(['linkerd-await', run(100_000), '-S'])).toEqual([]);
   });
 
-  it('grouped short flags: S anywhere before a flag that takes a value, which takes the rest of the word or the next', () => {
+  it('grouped short flags: S before a flag that takes a value, which takes the rest of the word or the next', () => {
     expect(portAsked(['linkerd-await', '-vS'])).toBe('4191');
     expect(portAsked(['linkerd-await', '-Sp5191'])).toBe('5191');
     expect(portAsked(['linkerd-await', '-Sp', '5191'])).toBe('5191');
@@ -64,7 +65,7 @@ describe('the command line of a pod that runs to completion', () => {
     expect(portAsked(['linkerd-await', '-vt', '2m', '-S'])).toBe('4191');
   });
 
-  it('long flags: --port with or without =, the last valid port given wins, and --timeout-fatal takes no next word', () => {
+  it('long flags: --port with or without =, the last valid port wins, --timeout-fatal takes no next word', () => {
     expect(portAsked(['linkerd-await', '--port=5191', '--shutdown'])).toBe('5191');
     expect(portAsked(['linkerd-await', '--port', '6000', '--port=5191', '--shutdown'])).toBe('5191');
     expect(portAsked(['linkerd-await', '--port=5191', '--port=6000', '--shutdown'])).toBe('6000');
@@ -116,7 +117,8 @@ describe('declared ports against the port lists', () => {
       if (lists.identity !== undefined) v.proxy.requireIdentityOnInboundPorts = lists.identity;
     });
     const spec = { containers: [{ name: 'app', image: 'app:1', ports }] };
-    return startupRisks({ spec, values, workloadKind: 'deployment', ...(lists.opaque !== undefined && { explicitOpaquePorts: lists.opaque }) });
+    const opaque = lists.opaque !== undefined && { explicitOpaquePorts: lists.opaque };
+    return startupRisks({ spec, values, workloadKind: 'deployment', ...opaque });
   };
   /** The ports reported, each with the code it is reported under. */
   const reported = (...args: Parameters<typeof risks>): string[] =>
@@ -141,24 +143,26 @@ describe('declared ports against the port lists', () => {
 
   it('overlapping and nested ranges, and ranges that only touch', () => {
     const ports = [8000, 8050, 8100, 8101, 8200].map((containerPort) => ({ containerPort }));
-    expect(reported(ports, { skip: '8000-8100,8050-8060,8040-8101', identity: '0-65535' }).map((r) => r.split(' ')[0])).toEqual([
-      '8000', '8050', '8100', '8101',
-    ]);
+    const found = reported(ports, { skip: '8000-8100,8050-8060,8040-8101', identity: '0-65535' });
+    expect(found.map((r) => r.split(' ')[0])).toEqual(['8000', '8050', '8100', '8101']);
     // A declared port between two ranges that touch is in neither; the API server refuses such a port, the engine
     // does not, so the reading must not merge them.
     const between = [{ containerPort: 8100.5 }, { containerPort: 8101 }];
-    expect(reported(between, { skip: '8000-8100,8101-8200', identity: '8000-8200' })).toEqual(['8101 skipped_port_requires_identity']);
+    const touching = { skip: '8000-8100,8101-8200', identity: '8000-8200' };
+    expect(reported(between, touching)).toEqual(['8101 skipped_port_requires_identity']);
     expect(reported([{ containerPort: Number.NaN }], { skip: '0-65535', identity: '0-65535' })).toEqual([]);
   });
 
   it('names stand for the port they name in the pod, before any reading as a number', () => {
-    const ports = [{ name: 'web', containerPort: 8080 }, { name: '9000', containerPort: 9443 }, { containerPort: 9000 }];
+    const web = { name: 'web', containerPort: 8080 };
+    const ports = [web, { name: '9000', containerPort: 9443 }, { containerPort: 9000 }];
     expect(reported(ports, { skip: 'web,9000', identity: 'web', opaque: '9000' })).toEqual([
       '8080 skipped_port_requires_identity',
       '9443 skipped_port_is_opaque',
     ]);
     // A name the pod does not declare is nothing; UDP ports are not declared TCP ports.
-    expect(reported([{ name: 'web', containerPort: 8080, protocol: 'UDP' }], { skip: 'web,8080', identity: '8080' })).toEqual([]);
+    const udp = [{ name: 'web', containerPort: 8080, protocol: 'UDP' }];
+    expect(reported(udp, { skip: 'web,8080', identity: '8080' })).toEqual([]);
   });
 
   it('a port declared twice is reported once, under the first container that declares it', () => {
@@ -177,7 +181,8 @@ describe('declared ports against the port lists', () => {
   it('tens of thousands of ports against lists of a hundred thousand items report exactly the ports in both', () => {
     const ports = Array.from({ length: 80_000 }, (_, i) => ({ containerPort: 1 + (i % 65_000) }));
     // Every third port skipped, as single items and as ranges; every fifth port requires an identity.
-    const skip = Array.from({ length: 120_000 }, (_, i) => (i % 2 === 0 ? `${3 * (i % 21_000) + 3}` : `${3 * (i % 21_000) + 3}-${3 * (i % 21_000) + 3}`));
+    const third = (i: number) => 3 * (i % 21_000) + 3;
+    const skip = Array.from({ length: 120_000 }, (_, i) => (i % 2 === 0 ? `${third(i)}` : `${third(i)}-${third(i)}`));
     const identity = Array.from({ length: 120_000 }, (_, i) => `${5 * (i % 13_000) + 5}`);
     const all = risks(ports, { skip: skip.join(','), identity: identity.join(',') });
     // The proxy's four ports are among those declared, twice each, and each declaration is a clash of its own.
