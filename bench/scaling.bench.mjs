@@ -39,7 +39,7 @@ const short = process.env['BENCH_CHECK'] === '1' || process.argv.includes('--sho
 /**
  * The ratios are measured with a young generation larger than what a review at 4n allocates: when a review's live
  * objects outgrow it, every scavenge copies all of them, and a list whose n and 4n fell on either side of that size
- * showed twice the ratio of its work. The largest sizes are timed with the image's flags, as the image would hold them.
+ * showed more than twice the ratio of its work. The largest sizes are timed with the image's flags, as the image would hold them.
  */
 const PHASES = {
   ratios: ['--min-semi-space-size=64', '--max-semi-space-size=64'],
@@ -347,7 +347,7 @@ const answered = (answer) => answer === 'patch' || answer === 'allowed' || answe
 
 /**
  * Sends one review: its time end to end in ms, the CPU time this process spent meanwhile (in ms), and its answer. The
- * heap is not collected before: a forced full collection made the next review take several milliseconds longer.
+ * heap is not collected before: a forced full collection made the next review take up to milliseconds longer.
  */
 async function send(payload) {
   const cpu = process.cpuUsage();
