@@ -137,7 +137,38 @@ function ranges(list: string, names: ReadonlyMap<string, number>): PortRange[] {
   return out;
 }
 
-const within = (port: number, list: readonly PortRange[]): boolean => list.some((r) => port >= r.lo && port <= r.hi);
+/**
+ * A list's ranges sorted by their start, overlapping ones merged, so that `within` finds a port by bisection: every
+ * declared port against every item of the list was the product of two lists a pod chooses. Ranges that only touch
+ * stay apart, since a declared port need not be a whole number.
+ */
+function merged(list: readonly PortRange[]): PortRange[] {
+  const sorted = [...list].sort((a, b) => a.lo - b.lo);
+  const out: PortRange[] = [];
+  for (const r of sorted) {
+    const last = out[out.length - 1];
+    if (last !== undefined && r.lo <= last.hi) last.hi = Math.max(last.hi, r.hi);
+    else out.push({ lo: r.lo, hi: r.hi });
+  }
+  return out;
+}
+
+/** Whether `port` falls in one of `list`'s ranges; `list` as `merged` makes it. A NaN port falls in none. */
+function within(port: number, list: readonly PortRange[]): boolean {
+  let lo = 0;
+  let hi = list.length - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((list[mid] as PortRange).lo <= port) {
+      found = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return found >= 0 && port <= (list[found] as PortRange).hi;
+}
 
 /** Every TCP port the pod's containers declare, with the container that declares it. */
 function declaredPorts(spec: PodSpec): Array<{ port: number; container: string }> {
@@ -170,61 +201,93 @@ interface ShutdownCall {
 /** A request to the proxy's shutdown endpoint over loopback, as `curl -X POST http://localhost:4191/shutdown` makes it. */
 const LOOPBACK_SHUTDOWN = /(?:localhost|127\.0\.0\.1|\[::1\]):(\d{1,5})\/shutdown\b/;
 
+/** Whether a character code is a quote that `words` strips from either end of a word. */
+const isQuote = (code: number): boolean => code === 0x22 || code === 0x27;
+
 /**
  * The command line's words, shell scripts (`sh -c "..."`) split at blanks and shell separators and stripped of quotes:
- * enough to find a program and its flags, not a shell's parse.
+ * enough to find a program and its flags, not a shell's parse. The quotes are stripped by two scans rather than a
+ * regex, which tried a run of quotes inside a word from each of its positions.
  */
 function words(c: Container): string[] {
   const out: string[] = [];
   for (const text of [...stringsIn(c.command), ...stringsIn(c.args)]) {
     for (const word of text.split(/[\s;&|()]+/)) {
-      const bare = word.replace(/^['"]+|['"]+$/g, '');
-      if (bare !== '') out.push(bare);
+      let start = 0;
+      let end = word.length;
+      while (start < end && isQuote(word.charCodeAt(start))) start++;
+      while (end > start && isQuote(word.charCodeAt(end - 1))) end--;
+      if (end > start) out.push(start === 0 && end === word.length ? word : word.slice(start, end));
     }
   }
   return out;
 }
 
+/** Whether a word runs linkerd-await: its last path segment is that name. */
+const isAwait = (word: string): boolean => word === 'linkerd-await' || word.endsWith('/linkerd-await');
+
 /**
  * Whether `linkerd-await` is run with `--shutdown` (`-S`, also among other short flags), and the admin port it will
- * call (`--port`, `-p`; 4191 by default). Flags end at `--` or at the command it runs.
+ * call (`--port`, `-p`; 4191 by default; the last valid one given wins). Flags end at `--` or at the command it runs.
+ *
+ * Read from the last word back: what the flags from word i on say depends only on word i and what they say from the
+ * word after it (or after its value), so every word is read once, however many of them name linkerd-await; reading
+ * each linkerd-await's flags afresh read a line of such words once per word.
  */
 function awaitShutdownPort(line: readonly string[]): number | undefined {
-  for (let at = 0; at < line.length; at++) {
-    const program = line[at] as string;
-    if (program.slice(program.lastIndexOf('/') + 1) !== 'linkerd-await') continue;
-    let shutdown = false;
-    let port = AWAIT_DEFAULT_PORT;
-    for (let i = at + 1; i < line.length; i++) {
-      const word = line[i] as string;
-      if (word === '--' || !word.startsWith('-') || word === '-') break;
-      let value: string | undefined;
-      let flag: string;
-      if (word.startsWith('--')) {
-        const eq = word.indexOf('=');
-        flag = eq < 0 ? word.slice(2) : word.slice(2, eq);
-        value = eq < 0 ? undefined : word.slice(eq + 1);
-        if (flag === 'shutdown') shutdown = true;
-        // The flags that take a value; --timeout-fatal takes it only after '='.
-        if ((flag === 'port' || flag === 'backoff' || flag === 'timeout') && value === undefined) value = line[++i];
-      } else {
-        // Short flags may be grouped (-vS); -p, -b and -t take the rest of the word, or the next word, as their value.
-        flag = '';
-        for (let k = 1; k < word.length; k++) {
-          const letter = word[k] as string;
-          if (letter === 'S') shutdown = true;
-          if (letter === 'p' || letter === 'b' || letter === 't') {
-            flag = letter === 'p' ? 'port' : letter;
-            value = k + 1 < word.length ? word.slice(k + 1) : line[++i];
-            break;
-          }
-        }
-      }
-      if (flag === 'port' && value !== undefined && /^\d{1,5}$/.test(value)) port = Number(value);
-    }
-    if (shutdown) return port;
+  let first = 0;
+  while (first < line.length && !isAwait(line[first] as string)) first++;
+  if (first === line.length) return undefined;
+  // From word i on, read as flags: whether --shutdown is among them, and the port they give last (-1: none).
+  const shutdownFrom = new Uint8Array(line.length + 2);
+  const portFrom = new Int32Array(line.length + 2).fill(-1);
+  for (let i = line.length - 1; i > first; i--) {
+    const flags = awaitFlag(line, i);
+    if (flags === undefined) continue;
+    shutdownFrom[i] = flags.shutdown || shutdownFrom[flags.next] === 1 ? 1 : 0;
+    portFrom[i] = (portFrom[flags.next] as number) >= 0 ? (portFrom[flags.next] as number) : flags.port;
+  }
+  for (let at = first; at < line.length; at++) {
+    if (!isAwait(line[at] as string) || shutdownFrom[at + 1] !== 1) continue;
+    const port = portFrom[at + 1] as number;
+    return port >= 0 ? port : AWAIT_DEFAULT_PORT;
   }
   return undefined;
+}
+
+/**
+ * What word `i` says as one of linkerd-await's flags: whether it asks for --shutdown, the port it gives (-1: none), and
+ * the index of the next flag (after its value, when it takes the next word). Undefined when the flags end there.
+ */
+function awaitFlag(line: readonly string[], i: number): { shutdown: boolean; port: number; next: number } | undefined {
+  const word = line[i] as string;
+  if (word === '--' || !word.startsWith('-') || word === '-') return undefined;
+  let next = i + 1;
+  let shutdown = false;
+  let value: string | undefined;
+  let flag: string;
+  if (word.startsWith('--')) {
+    const eq = word.indexOf('=');
+    flag = eq < 0 ? word.slice(2) : word.slice(2, eq);
+    value = eq < 0 ? undefined : word.slice(eq + 1);
+    if (flag === 'shutdown') shutdown = true;
+    // The flags that take a value; --timeout-fatal takes it only after '='.
+    if ((flag === 'port' || flag === 'backoff' || flag === 'timeout') && value === undefined) value = line[next++];
+  } else {
+    // Short flags may be grouped (-vS); -p, -b and -t take the rest of the word, or the next word, as their value.
+    flag = '';
+    for (let k = 1; k < word.length; k++) {
+      const letter = word[k] as string;
+      if (letter === 'S') shutdown = true;
+      if (letter === 'p' || letter === 'b' || letter === 't') {
+        flag = letter === 'p' ? 'port' : letter;
+        value = k + 1 < word.length ? word.slice(k + 1) : line[next++];
+        break;
+      }
+    }
+  }
+  const valid = flag === 'port' && value !== undefined && value.length <= 5 && /^\d{1,5}$/.test(value);
+  return { shutdown, port: valid ? Number(value) : -1, next };
 }
 
 /**
@@ -454,15 +517,16 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
   // The port lists are parsed only when they can matter: most pods declare no port that skips the proxy.
   const skipped = values.proxyInit.ignoreInboundPorts;
   const names = ports.length > 0 && skipped !== '' ? (input.namedPorts ?? namedPorts(spec)) : undefined;
-  const skippedIn = names ? ranges(skipped, names) : [];
+  const skippedIn = names ? merged(ranges(skipped, names)) : [];
   let requireIdentity: PortRange[] | undefined;
   let explicitOpaque: PortRange[] | undefined;
   const seen = new Set<number>();
   for (const { port, container } of ports) {
     if (seen.has(port) || !within(port, skippedIn)) continue;
     seen.add(port);
-    requireIdentity ??= ranges(proxy.requireIdentityOnInboundPorts, names ?? new Map());
-    explicitOpaque ??= input.explicitOpaquePorts === undefined ? [] : ranges(input.explicitOpaquePorts, names ?? new Map());
+    requireIdentity ??= merged(ranges(proxy.requireIdentityOnInboundPorts, names ?? new Map()));
+    const opaque = input.explicitOpaquePorts;
+    explicitOpaque ??= opaque === undefined ? [] : merged(ranges(opaque, names ?? new Map()));
     if (within(port, requireIdentity)) {
       risks.push({
         code: 'skipped_port_requires_identity',
