@@ -130,7 +130,16 @@ function cacheableController(kind: string, object: Record<string, unknown>, refe
  * need nothing from the configuration. The answer is returned as it is when every source answered at once (the
  * namespace and owner caches, as good as always), and as a promise only when one had to be waited for.
  */
-export function handleAdmission(request: AdmissionRequest, sources: AdmissionSources, client = ''): HandledAdmission | Promise<HandledAdmission> {
+/** Where a review came from, and how large it was. */
+export interface ReviewContext {
+  /** The address it came from (reads it causes are budgeted by it); empty when unknown. */
+  client?: string;
+  /** The bytes of its body: a review whose key could never be kept is not keyed (serialising it would be wasted). */
+  bodyBytes?: number;
+}
+
+export function handleAdmission(request: AdmissionRequest, sources: AdmissionSources, context: ReviewContext = {}): HandledAdmission | Promise<HandledAdmission> {
+  const client = context.client ?? '';
   const object = request.object;
   if (request.operation !== 'CREATE' || !isObject(object)) return { kind: 'ignored', response: allowed(request.uid) };
   let nsAnnotations: Record<string, string> = {};
@@ -139,12 +148,12 @@ export function handleAdmission(request: AdmissionRequest, sources: AdmissionSou
   try {
     const namespace = request.namespace;
     const found = namespace ? sources.namespaceAnnotations(namespace, client) : undefined;
-    if (found instanceof Promise) return handleAfterLookups(request, object, owners, sources, client, found);
+    if (found instanceof Promise) return handleAfterLookups(request, object, owners, sources, context, found);
     nsAnnotations = found ?? {};
     const resolved = ownerOf(request, object, owners.references, sources, client);
-    if (resolved instanceof Promise) return handleAfterLookups(request, object, owners, sources, client, nsAnnotations, resolved);
+    if (resolved instanceof Promise) return handleAfterLookups(request, object, owners, sources, context, nsAnnotations, resolved);
     owner = resolved;
-    return evaluate(request, object, owners, sources, nsAnnotations, owner);
+    return evaluate(request, object, owners, sources, nsAnnotations, owner, context);
   } catch (err) {
     return failed(request, object, nsAnnotations, owner, err);
   }
@@ -176,7 +185,7 @@ async function handleAfterLookups(
   object: Record<string, unknown>,
   owners: VettedOwners,
   sources: AdmissionSources,
-  client: string,
+  context: ReviewContext,
   namespaceLookup: MaybePromise<Record<string, string> | undefined>,
   ownerLookup?: Promise<Owner | undefined>,
 ): Promise<HandledAdmission> {
@@ -184,8 +193,8 @@ async function handleAfterLookups(
   let owner: Owner | undefined;
   try {
     nsAnnotations = (await namespaceLookup) ?? {};
-    owner = await (ownerLookup ?? ownerOf(request, object, owners.references, sources, client));
-    return evaluate(request, object, owners, sources, nsAnnotations, owner);
+    owner = await (ownerLookup ?? ownerOf(request, object, owners.references, sources, context.client ?? ''));
+    return evaluate(request, object, owners, sources, nsAnnotations, owner, context);
   } catch (err) {
     return failed(request, object, nsAnnotations, owner, err);
   }
@@ -199,6 +208,7 @@ function evaluate(
   sources: AdmissionSources,
   nsAnnotations: Record<string, string>,
   owner: Owner | undefined,
+  context: ReviewContext,
 ): HandledAdmission {
   const uid = request.uid;
   const namespace = request.namespace ?? '';
@@ -208,7 +218,8 @@ function evaluate(
   const constraints = namespace && sources.namespaceConstraints ? sources.namespaceConstraints(namespace) : undefined;
   const kubernetesVersion = sources.kubernetesVersion?.();
   const answers = sources.answers;
-  const controller = answers ? cacheableController(kind, object, owners.references, nsAnnotations) : undefined;
+  const keyable = answers !== undefined && (context.bodyBytes === undefined || answers.mayKeep(context.bodyBytes));
+  const controller = keyable ? cacheableController(kind, object, owners.references, nsAnnotations) : undefined;
   const key =
     answers && controller !== undefined && answers.seenBefore(controller)
       ? answers.key(config, { kind, namespace, object, namespaceAnnotations: nsAnnotations, namespaceLabels: nsLabels, constraintsVersion: constraints?.version, kubernetesVersion, owner })

@@ -125,6 +125,14 @@ export class TemplateAnswerLru {
     return [id, question.kind, question.namespace, owner, JSON.stringify(question.namespaceAnnotations), labels, question.constraintsVersion ?? '', release, serialized].join('\u0000');
   }
 
+  /**
+   * Whether a review of this many bytes is worth keying: one larger than an entry may hold nearly always has a key too
+   * long to keep, and serialising it for nothing would take as long as answering it.
+   */
+  mayKeep(bodyBytes: number): boolean {
+    return bodyBytes <= MAX_ENTRY_BYTES;
+  }
+
   /** Whether the controller made a pod before this one; from now on it has. */
   seenBefore(controller: string): boolean {
     if (this.controllers.get(controller)) return true;

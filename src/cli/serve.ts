@@ -69,6 +69,8 @@ Limits on the webhook listener (all well inside kube-apiserver's 10 s webhook ti
                                (default 500, 0: no limit)
   --max-body-bytes N           a review's body; a larger one gets 413 (default 4194304: kube-apiserver
                                takes request bodies of up to 3 MiB)
+  --max-json-values N          JSON values a review's body may start (keys, values, objects, lists); more
+                               gets 413 as they arrive (default 100000)
   --max-in-flight-bytes N      what all reviews being read or answered may hold, counted as they arrive
                                (each byte, and 32 for each JSON value): one address's reviews may hold
                                half of it (429 beyond), all together all of it (503 beyond); a body that
@@ -110,6 +112,7 @@ const OPTIONS = {
   'max-connections': { type: 'string', default: '1000' },
   'max-connections-per-client': { type: 'string', default: '500' },
   'max-body-bytes': { type: 'string', default: '4194304' },
+  'max-json-values': { type: 'string', default: '100000' },
   'max-in-flight-bytes': { type: 'string', default: '16777216' },
   'max-requests-per-connection': { type: 'string', default: '0' },
   'max-header-bytes': { type: 'string', default: '16384' },
@@ -167,6 +170,7 @@ type LimitFlag =
   | 'max-connections'
   | 'max-connections-per-client'
   | 'max-body-bytes'
+  | 'max-json-values'
   | 'max-in-flight-bytes'
   | 'max-requests-per-connection'
   | 'max-header-bytes';
@@ -182,6 +186,8 @@ export function serverLimits(opts: Record<LimitFlag, string>, label: (name: Limi
     maxConnectionsPerClient: count(label('max-connections-per-client'), opts['max-connections-per-client'], 0),
     // Below 64 KiB a pod with a few containers would not fit.
     maxBodyBytes: count(label('max-body-bytes'), opts['max-body-bytes'], 64 * 1024),
+    // Below a few thousand a pod with a few containers, and the managedFields the API server adds, would not fit.
+    maxJsonValues: count(label('max-json-values'), opts['max-json-values'], 4096),
     maxInFlightBytes: count(label('max-in-flight-bytes'), opts['max-in-flight-bytes'], 64 * 1024),
     maxRequestsPerSocket: count(label('max-requests-per-connection'), opts['max-requests-per-connection'], 0),
     // Below about 1 KiB even kube-apiserver's own request line and headers would not fit.

@@ -82,8 +82,10 @@ export class JsonValueCounter {
 export type BodyRefusal =
   /** Its bytes pass the largest body taken. */
   | { bound: 'body'; bytes: number }
-  /** What it would hold once parsed passes what one client may hold, so that it can never be taken. */
+  /** It starts more JSON values than one body may. */
   | { bound: 'values'; bytes: number; values: number }
+  /** What it would hold once parsed passes what one client may hold, so that it can never be taken. */
+  | { bound: 'weight'; bytes: number; values: number }
   /** With the client's other reviews, it would pass what one client may hold. */
   | { bound: 'client'; held: number }
   /** With every other review, it would pass what all may hold. */
@@ -101,7 +103,7 @@ export interface BodyCharge {
  * Reads a body to its end as text, charging each chunk as it arrives: its bytes and BYTES_PER_VALUE for each value it
  * starts. Stops reading at the first bound met and resolves with which one; the charge is the caller's to give back.
  */
-export function readBody(payload: Readable, maxBytes: number, budget: InFlightBytes, charge: BodyCharge): Promise<string | BodyRefusal> {
+export function readBody(payload: Readable, bounds: { maxBytes: number; maxValues: number }, budget: InFlightBytes, charge: BodyCharge): Promise<string | BodyRefusal> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     const counter = new JsonValueCounter();
@@ -121,11 +123,12 @@ export function readBody(payload: Readable, maxBytes: number, budget: InFlightBy
     const onError = (): void => stop({ bound: 'gone' });
     const onData = (chunk: Buffer): void => {
       bytes += chunk.length;
-      if (bytes > maxBytes) return stop({ bound: 'body', bytes });
+      if (bytes > bounds.maxBytes) return stop({ bound: 'body', bytes });
       const counted = counter.add(chunk);
       values += counted;
+      if (values > bounds.maxValues) return stop({ bound: 'values', bytes, values });
       const weight = chunk.length + counted * BYTES_PER_VALUE;
-      if (charge.bytes + weight > budget.perClient) return stop({ bound: 'values', bytes, values });
+      if (charge.bytes + weight > budget.perClient) return stop({ bound: 'weight', bytes, values });
       const over = budget.take(charge.client, weight);
       if (over) return stop({ bound: over, held: budget.holding(over === 'client' ? charge.client : undefined) });
       charge.bytes += weight;

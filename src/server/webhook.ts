@@ -52,6 +52,12 @@ export interface ServerLimits extends ConnectionLimits {
   /** A body larger than this is refused (413), without being read when its Content-Length says so. */
   maxBodyBytes: number;
   /**
+   * A body that starts more JSON values than this (each key, value, object and list, counted by the delimiters before
+   * them) is refused (413) as they arrive: what one review holds parsed, and the time it takes to parse and answer, grow
+   * with them.
+   */
+  maxJsonValues: number;
+  /**
    * What the reviews being read or answered may hold together, counted as their bytes arrive: each byte, and
    * BYTES_PER_VALUE for each JSON value it will parse into. One client's reviews may hold half of it (429 beyond), all
    * together all of it (503 beyond), so that neither the largest bodies nor one client can take the memory the process
@@ -74,6 +80,9 @@ export const DEFAULT_LIMITS: ServerLimits = {
   maxHeaderBytes: 16 * 1024,
   // kube-apiserver refuses request bodies over 3 MiB; its review adds the envelope and the managedFields it fills in.
   maxBodyBytes: 4 * 1024 * 1024,
+  // A few times the largest pods seen (thousands of environment variables, with the managedFields the API server adds),
+  // and little enough that the largest review is parsed and answered in about a tenth of a second.
+  maxJsonValues: 100_000,
   // An eighth of the 128 MiB old space the image gives, counted as the parsed reviews hold it (see InFlightBytes).
   maxInFlightBytes: 16 * 1024 * 1024,
 };
@@ -206,17 +215,24 @@ function refusalOf(error: FastifyError | Refusal, maxBodyBytes: number): Refusal
 class Gone extends Error {}
 
 /** A body that met a bound while it arrived, as the refusal its client gets. */
-function bodyRefusal(refusal: BodyRefusal, maxBodyBytes: number, budget: InFlightBytes): Refusal | Gone {
+function bodyRefusal(refusal: BodyRefusal, limits: ServerLimits, budget: InFlightBytes): Refusal | Gone {
   switch (refusal.bound) {
     case 'gone':
       return new Gone('the client went away before its body ended');
     case 'body':
-      return new Refusal(413, `the body is larger than ${maxBodyBytes} bytes`, 'body_too_large', true);
+      return new Refusal(413, `the body is larger than ${limits.maxBodyBytes} bytes`, 'body_too_large', true);
     case 'values':
       return new Refusal(
         413,
-        `the body holds too many JSON values: its first ${refusal.bytes} bytes start ${refusal.values}, and at ${BYTES_PER_VALUE} bytes each ` +
-          `once parsed they pass the ${budget.perClient} bytes one client's reviews may hold`,
+        `the body holds more than ${limits.maxJsonValues} JSON values (keys, values, objects and lists): its first ${refusal.bytes} bytes start ${refusal.values}`,
+        'too_many_values',
+        true,
+      );
+    case 'weight':
+      return new Refusal(
+        413,
+        `the body would hold more than one client's reviews may, ${budget.perClient} bytes, once parsed: its first ${refusal.bytes} bytes start ` +
+          `${refusal.values} JSON values, each counted ${BYTES_PER_VALUE} bytes`,
         'too_many_values',
         true,
       );
@@ -278,8 +294,8 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   app.addContentTypeParser('application/json', (request, payload, done) => {
     const charge = charges.get(request);
     if (!charge) return done(new Error('a body arrived before its request was counted'), undefined);
-    void readBody(payload, limits.maxBodyBytes, inFlight, charge).then((body) =>
-      typeof body === 'string' ? done(null, body) : done(bodyRefusal(body, limits.maxBodyBytes, inFlight), undefined),
+    void readBody(payload, { maxBytes: limits.maxBodyBytes, maxValues: limits.maxJsonValues }, inFlight, charge).then((body) =>
+      typeof body === 'string' ? done(null, body) : done(bodyRefusal(body, limits, inFlight), undefined),
     );
     return undefined;
   });
@@ -341,7 +357,7 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
         `received admission review request "${shownName(admission.uid)}" for ${shownName(`${admission.kind.kind.toLowerCase()}/${admission.namespace ?? ''}/${admission.name || objectName(admission.object) || '(generated name)'}`)}`,
       );
     }
-    const handled = handleAdmission(admission, sources, request.socket.remoteAddress ?? '');
+    const handled = handleAdmission(admission, sources, { client: request.socket.remoteAddress ?? '', bodyBytes: (request.body as string).length });
     // The sources answer at once nearly always (from their caches); a promise only when one had to be waited for.
     if (handled instanceof Promise) return handled.then((done) => send(reply, review, done, started, debug));
     send(reply, review, handled, started, debug);

@@ -65,7 +65,7 @@ describe('the handler', () => {
     };
     const huge = { ...good, uid: 'u'.repeat(1_000_000) };
     const object = withRefs([huge, { ...good, controller: false }]);
-    const handled = await handleAdmission({ uid: 'r1', kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE', namespace: 'shop', object } as never, sources, '10.0.0.1');
+    const handled = await handleAdmission({ uid: 'r1', kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE', namespace: 'shop', object } as never, sources, { client: '10.0.0.1' });
     expect(handled.response.patchType).toBe('JSONPatch');
     expect(handled.response.warnings).toContain('metadata.ownerReferences[0] is ignored: its uid is not a uid of at most 128 characters');
     expect(asked).toEqual([{ metadata: { name: 'web', ownerReferences: [{ ...good, controller: false }] } }]);

@@ -120,7 +120,7 @@ describe('the reads reviews cause, shared by client address', () => {
     // The forger's first: had its read been made, it would reach the API server before the other's Event is written.
     for (const [name, client] of [['forged-db', FORGER], ['db', APISERVER]] as const) {
       const review = admissionReview(podOfStatefulSet(name))['request'] as AdmissionRequest;
-      context.onAdmitted(await handleAdmission(review, sources, client), review);
+      context.onAdmitted(await handleAdmission(review, sources, { client }), review);
     }
     const written = () => reads.some((path) => path === '/api/v1/namespaces/shop/events');
     for (let i = 0; i < 1000 && !written(); i++) await new Promise((resolve) => setTimeout(resolve, 5));

@@ -58,16 +58,18 @@ describe('readBody', () => {
     const budget = new InFlightBytes(1_000, 500);
     const charge = { client: 'a', bytes: 0 };
     const stream = new PassThrough();
-    const read = readBody(stream, 10_000, budget, charge);
+    const read = readBody(stream, { maxBytes: 10_000, maxValues: 1_000 }, budget, charge);
     stream.write('{"a":[');
     stream.end('1,2]}');
     expect(await read).toBe('{"a":[1,2]}');
     expect(charge.bytes).toBe(11 + 4 * BYTES_PER_VALUE);
     expect(budget.holding('a')).toBe(charge.bytes);
 
-    const many = readBody(new PassThrough().end('[' + '{},'.repeat(100) + '{}]'), 10_000, budget, { client: 'b', bytes: 0 });
-    expect(await many).toMatchObject({ bound: 'values' });
-    const large = readBody(new PassThrough().end('"' + 'x'.repeat(200) + '"'), 100, budget, { client: 'c', bytes: 0 });
+    const heavy = readBody(new PassThrough().end('[' + '{},'.repeat(100) + '{}]'), { maxBytes: 10_000, maxValues: 1_000 }, budget, { client: 'b', bytes: 0 });
+    expect(await heavy).toMatchObject({ bound: 'weight' });
+    const many = readBody(new PassThrough().end('[' + '1,'.repeat(100) + '1]'), { maxBytes: 10_000, maxValues: 50 }, budget, { client: 'b', bytes: 0 });
+    expect(await many).toMatchObject({ bound: 'values', values: 101 });
+    const large = readBody(new PassThrough().end('"' + 'x'.repeat(200) + '"'), { maxBytes: 100, maxValues: 1_000 }, budget, { client: 'c', bytes: 0 });
     expect(await large).toEqual({ bound: 'body', bytes: 202 });
   });
 });

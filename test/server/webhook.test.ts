@@ -6,6 +6,7 @@ import { gzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SourceUnavailableError, type AdmissionSources } from '../../src/admission/index.js';
+import { JsonValueCounter } from '../../src/server/body.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
 import { buildWebhookApp, DEFAULT_LIMITS, jsonSyntaxReason, type WebhookApp } from '../../src/server/webhook.js';
 import { inject } from '../support/inject.js';
@@ -386,11 +387,25 @@ describe('what reviews in flight hold', () => {
     expect(body.length).toBeLessThan(20_000);
     const res = await from(app, '10.0.0.1', body);
     expect(res.statusCode).toBe(413);
-    expect(res.body).toMatch(/^the body holds too many JSON values: its first \d+ bytes start \d+, and at 32 bytes each once parsed they pass the 100000 bytes one client's reviews may hold\n$/);
+    expect(res.body).toMatch(/^the body would hold more than one client's reviews may, 100000 bytes, once parsed: its first \d+ bytes start \d+ JSON values, each counted 32 bytes\n$/);
     expect(res.headers['connection']).toBe('close');
     // A value inside a string is no value: the same text as one string is taken.
     expect((await from(app, '10.0.0.1', JSON.stringify({ ...review, padding: JSON.stringify(Array.from({ length: 5_000 }, () => ({}))) }))).statusCode).toBe(200);
     expect(await metrics.metrics()).toMatch(/proxy_inject_admission_refusals_total\{status="413",reason="too_many_values"\} 1/);
+  });
+
+  it('count each JSON value: a body of more than --max-json-values gets 413 as they arrive, one of as many is taken', async () => {
+    const app = buildWebhookApp({ sources: { config: () => testConfig(), namespaceAnnotations: () => undefined }, metrics: new InjectorMetrics({ processMetrics: false }), logger: silent, limits: { maxJsonValues: 5_000 } });
+    apps.push(app);
+    const review = admissionReview(pod());
+    const base = new JsonValueCounter().add(Buffer.from(JSON.stringify(review)));
+    const withNumbers = (n: number) => JSON.stringify({ ...review, padding: Array.from({ length: n }, () => 1) });
+    // The padding's key, its list and each number but the first start one more value each.
+    const fits = await from(app, '10.0.0.1', withNumbers(5_000 - base - 2));
+    expect(fits.statusCode).toBe(200);
+    const over = await from(app, '10.0.0.1', withNumbers(5_000 - base - 1));
+    expect(over.statusCode).toBe(413);
+    expect(over.body).toMatch(/^the body holds more than 5000 JSON values \(keys, values, objects and lists\): its first \d+ bytes start 5001\n$/);
   });
 
   it('every refusal closes its connection', async () => {
