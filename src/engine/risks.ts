@@ -209,9 +209,9 @@ const isQuote = (code: number): boolean => code === 0x22 || code === 0x27;
  * enough to find a program and its flags, not a shell's parse. The quotes are stripped by two scans rather than a
  * regex, which tried a run of quotes inside a word from each of its positions.
  */
-function words(c: Container): string[] {
+function words(texts: readonly string[]): string[] {
   const out: string[] = [];
-  for (const text of [...stringsIn(c.command), ...stringsIn(c.args)]) {
+  for (const text of texts) {
     for (const word of text.split(/[\s;&|()]+/)) {
       let start = 0;
       let end = word.length;
@@ -302,15 +302,18 @@ function named(name: string): string {
 function shutdownCalls(apps: readonly Container[]): ShutdownCall[] {
   const out: ShutdownCall[] = [];
   for (const c of apps) {
-    const line = words(c);
+    const texts = [...stringsIn(c.command), ...stringsIn(c.args)];
     const container = c.name ?? '';
-    const awaitPort = awaitShutdownPort(line);
+    // A command line is cut into words only when it names linkerd-await: a long one made of many words costs more in
+    // the strings it makes than in reading them.
+    const awaitPort = texts.some((text) => text.includes('linkerd-await')) ? awaitShutdownPort(words(texts)) : undefined;
     if (awaitPort !== undefined) {
       out.push({ container, how: 'linkerd-await --shutdown', port: awaitPort });
       continue;
     }
-    for (const word of line) {
-      const request = LOOPBACK_SHUTDOWN.exec(word);
+    // Found in the text as in its words: the request has no blank, separator or quote that cutting or stripping touches.
+    for (const text of texts) {
+      const request = LOOPBACK_SHUTDOWN.exec(text);
       if (request) {
         out.push({ container, how: `a request to ${request[0]}`, port: Number(request[1]) });
         break;

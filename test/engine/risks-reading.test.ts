@@ -97,6 +97,29 @@ describe('the command line of a pod that runs to completion', () => {
     expect(portAsked(['linkerd-await'], ['-Sp5191', '--', 'run'])).toBe('5191');
   });
 
+  it('a request to the shutdown endpoint is found in the text as in its words, wherever blanks, separators and quotes fall', () => {
+    // The words as the analysis cuts them: split at blanks and shell separators, quotes stripped from either end.
+    const firstRequest = (texts: string[]): string | undefined => {
+      for (const text of texts) {
+        for (const word of text.split(/[\s;&|()]+/)) {
+          const m = /(?:localhost|127\.0\.0\.1|\[::1\]):(\d{1,5})\/shutdown\b/.exec(word.replace(/^['"]+|['"]+$/g, ''));
+          if (m) return m[1];
+        }
+      }
+      return undefined;
+    };
+    const pieces = ['localhost:5191/shutdown', '127.0.0.1:4191/shutdown', '[::1]:7/shutdown', 'http://', '"', "'", ' ', ';', '&&', '(', ')', 'x', 'shutdownx', ':', '/'];
+    let seed = 7;
+    const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    for (let i = 0; i < 2_000; i++) {
+      const texts = Array.from({ length: 1 + random(3) }, () => Array.from({ length: random(8) }, () => pieces[random(pieces.length)]).join(''));
+      const want = firstRequest(texts);
+      const risks = shutdown(['sh', '-c', ...texts.slice(0, 1)], texts.slice(1), adminAt5191);
+      const got = risks.length === 0 ? '5191' : (/on port (\d+), but/.exec(risks[0]?.text ?? '')?.[1] ?? (risks[0]?.code === 'proxy_never_exits' ? undefined : 'other'));
+      expect(got, JSON.stringify(texts)).toBe(want);
+    }
+  });
+
   it('tens of thousands of words ending in /linkerd-await give the answer a few give', () => {
     const pairs = (n: number, value: string) => Array.from({ length: n }, () => ['-p', value]).flat();
     expect(portAsked(['linkerd-await', ...pairs(60_000, '/linkerd-await'), '-S'])).toBe('4191');

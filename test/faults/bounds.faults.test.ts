@@ -103,6 +103,31 @@ describe('without a cluster', () => {
     expectHealthy(injector, seen);
   });
 
+  it('5, 6, 7. the start-up risk analysis: a 100 KB run of quotes, 60,000 words ending in /linkerd-await, 30,000 ports against 40,000 skipped items, each answered at once', async () => {
+    const health = watchHealth(injector);
+    const job = (container: Record<string, unknown>, annotations: Record<string, string> = {}) =>
+      JSON.stringify(admissionReview(pod({ annotations: { ...enabled, ...annotations }, spec: { restartPolicy: 'Never', containers: [{ name: 'app', image: 'app:1', ...container }] } })));
+    const quotes = await post(job({ command: ['sh', '-c', `echo a${'"'.repeat(100_000)}b`] }));
+    const awaits = await post(job({ args: Array.from({ length: 60_000 }, (_, i) => (i % 2 ? '-p' : '/usr/bin/linkerd-await')) }));
+    // As many items as fit in the API server's 256 KiB of annotations.
+    const skipped = Array.from({ length: 40_000 }, (_, i) => String(1 + (i % 60_000))).join(',');
+    const ports = (n: number) => Array.from({ length: n }, (_, i) => ({ containerPort: 1 + i }));
+    const crossed = await post(job({ ports: ports(30_000) }, { 'config.linkerd.io/skip-inbound-ports': skipped }));
+    // The review's own attack, 80,000 ports, starts more values than a body may.
+    const attack = await post(job({ ports: ports(80_000) }, { 'config.linkerd.io/skip-inbound-ports': skipped }));
+    const seen = await health.stop();
+    console.log(
+      `risk analysis: quotes ${quotes.status} in ${fmt(quotes.ms)} ms, /linkerd-await words ${awaits.status} in ${fmt(awaits.ms)} ms, ` +
+        `30,000 ports × 40,000 items ${crossed.status} in ${fmt(crossed.ms)} ms, 80,000 ports ${attack.status}; ${said(seen)}`,
+    );
+    for (const answer of [quotes, awaits, crossed]) {
+      expect(answer.status).toBe(200);
+      expect(answer.response?.patch).toBeDefined();
+    }
+    expect(attack.status).toBe(413);
+    expectHealthy(injector, seen);
+  });
+
   it('8. eight connections declaring 4 MiB bodies and sending a byte a second hold nothing: every review of another client is served', async () => {
     const health = watchHealth(injector);
     const tally: ClientTally = { sent: 0, closes: 0, failures: [], latenciesMs: [] };
@@ -252,6 +277,21 @@ describe('without a cluster', () => {
     expect(answers.filter((a) => a.status === 413).length).toBeGreaterThanOrEqual(4);
     expectHealthy(injector, seen);
     expect((await legit()).status).toBe(200);
+  });
+
+  it('13. the largest bodies the limits take, four at once from four addresses: each answered or told to come back, memory in bounds', async () => {
+    const health = watchHealth(injector);
+    // Just under both bounds of one body: 4 MiB, and about 90,000 JSON values (a list of 30,000 ports, and a long text).
+    const object = pod({ annotations: enabled, spec: { containers: [{ name: 'app', image: 'app:1', ports: Array.from({ length: 30_000 }, (_, i) => ({ containerPort: 1 + i })) }] } });
+    const review = admissionReview(object);
+    const head = JSON.stringify(review);
+    const body = `${head.slice(0, -1)},"pad":${JSON.stringify('x'.repeat(4 * 1024 * 1024 - head.length - 64))}}`;
+    const answers = await Promise.all(Array.from({ length: 4 }, (_, i) => post(body, { localAddress: `127.0.0.${i + 2}` })));
+    const seen = await health.stop();
+    console.log(`4 bodies of ${(body.length / 1048576).toFixed(2)} MiB and about 90,000 values at once: ${answers.map((a) => a.status).join(', ')}; ${said(seen)}`);
+    expect(answers.every((a) => a.status === 200 || a.status === 503)).toBe(true);
+    expect(answers.filter((a) => a.status === 200).length).toBeGreaterThanOrEqual(2);
+    expectHealthy(injector, seen);
   });
 
   it('14. a review with as many start-up risks as a body can carry logs one line of a few KiB and answers eleven warnings', async () => {
