@@ -120,13 +120,15 @@ describe('the key of a question', () => {
     expect(cache.key(config, question)).toBe(k);
   });
 
-  it('leaves very large objects, and objects nested deeper than the stack allows, uncached', () => {
+  it('leaves very large objects uncached, and keys an object nested deeper than the stack allows without throwing', () => {
     const huge = structuredClone(base);
     (huge['metadata'] as Record<string, unknown>)['annotations'] = { big: 'x'.repeat(600 * 1024) };
     expect(key(huge)).toBeUndefined();
     let deep: unknown = [];
     for (let i = 0; i < 50_000; i++) deep = [deep];
-    expect(key({ ...structuredClone(base), deep })).toBeUndefined();
+    // Node 20 and 24 run out of stack serialising it (no key); Node 26 serialises it.
+    const deepKey = key({ ...structuredClone(base), deep });
+    expect(deepKey === undefined || deepKey.includes('[[[[')).toBe(true);
   });
 });
 
