@@ -305,7 +305,7 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     const refusal = refusalOf(error, limits.maxBodyBytes);
     if (refusal) {
       refuse(refusal);
-      if (refusal.midBody) closeWhenBodyEnds(request);
+      if (refusal.midBody) closeWhenBodyEnds(request, reply);
       return sendText(reply, refusal.status, `${oneLine(refusal.message)}\n`, !refusal.midBody);
     }
     // A stack overflow or any other internal error stays in the log: the API server is told only that it happened.
@@ -376,13 +376,23 @@ function sendText(reply: FastifyReply, status: number, text: string, close: bool
   return reply.code(status).header('content-type', TEXT).send(text);
 }
 
-/** Ends a request's connection once the rest of its body (read and dropped by readBody) has arrived. */
-function closeWhenBodyEnds(request: FastifyRequest): void {
+/** Ends a request's connection once its answer is sent and the rest of its body (dropped by readBody) has arrived. */
+function closeWhenBodyEnds(request: FastifyRequest, reply: FastifyReply): void {
+  let arrived = request.raw.complete;
+  let sent = false;
   const end = (): void => {
-    request.socket.end();
+    if (arrived && sent) request.socket.end();
   };
-  if (request.raw.complete) end();
-  else request.raw.once('end', end);
+  if (!arrived) {
+    request.raw.once('end', () => {
+      arrived = true;
+      end();
+    });
+  }
+  reply.raw.once('finish', () => {
+    sent = true;
+    end();
+  });
 }
 
 /** node:http reads the data itself; the listener only moves its parsing onto the stream (see buildWebhookApp). */

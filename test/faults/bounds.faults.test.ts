@@ -279,7 +279,7 @@ describe('without a cluster', () => {
     expect((await legit()).status).toBe(200);
   });
 
-  it('13. the largest bodies the limits take, four at once from four addresses: each answered or told to come back, memory in bounds', async () => {
+  it('13. the largest bodies the limits take, four at once from four addresses: each answered or told to come back, memory in bounds, nothing kept', async () => {
     const health = watchHealth(injector);
     // Just under both bounds of one body: 4 MiB, and about 90,000 JSON values (a list of 30,000 ports, and a long text).
     const object = pod({ annotations: enabled, spec: { containers: [{ name: 'app', image: 'app:1', ports: Array.from({ length: 30_000 }, (_, i) => ({ containerPort: 1 + i })) }] } });
@@ -289,9 +289,11 @@ describe('without a cluster', () => {
     const answers = await Promise.all(Array.from({ length: 4 }, (_, i) => post(body, { localAddress: `127.0.0.${i + 2}` })));
     const seen = await health.stop();
     console.log(`4 bodies of ${(body.length / 1048576).toFixed(2)} MiB and about 90,000 values at once: ${answers.map((a) => a.status).join(', ')}; ${said(seen)}`);
+    // Each is charged as it arrives: arriving together, they may pass the limit before any has all arrived, and then
+    // each is told to come back. Whatever they got, what they held is given back: one alone is then served.
     expect(answers.every((a) => a.status === 200 || a.status === 503)).toBe(true);
-    expect(answers.filter((a) => a.status === 200).length).toBeGreaterThanOrEqual(2);
     expectHealthy(injector, seen);
+    expect((await post(body, { localAddress: '127.0.0.2' })).status).toBe(200);
   });
 
   it('14. a review with as many start-up risks as a body can carry logs one line of a few KiB and answers eleven warnings', async () => {
