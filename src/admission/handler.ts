@@ -124,12 +124,6 @@ function cacheableController(kind: string, object: Record<string, unknown>, refe
   return controller.uid;
 }
 
-/**
- * Handles a CREATE of a Pod or Service as Linkerd's webhook does. A failure (configuration unreadable, no trust
- * anchors) denies only objects that ask for injection, with the reason; others are admitted unchanged, since they
- * need nothing from the configuration. The answer is returned as it is when every source answered at once (the
- * namespace and owner caches, as good as always), and as a promise only when one had to be waited for.
- */
 /** Where a review came from, and how large it was. */
 export interface ReviewContext {
   /** The address it came from (reads it causes are budgeted by it); empty when unknown. */
@@ -138,21 +132,22 @@ export interface ReviewContext {
   bodyBytes?: number;
 }
 
-export function handleAdmission(request: AdmissionRequest, sources: AdmissionSources, context: ReviewContext = {}): HandledAdmission | Promise<HandledAdmission> {
-  const client = context.client ?? '';
+/**
+ * Handles a CREATE of a Pod or Service as Linkerd's webhook does. A failure (configuration unreadable, no trust
+ * anchors) denies only objects that ask for injection, with the reason; others are admitted unchanged, since they
+ * need nothing from the configuration.
+ */
+export async function handleAdmission(request: AdmissionRequest, sources: AdmissionSources, context: ReviewContext = {}): Promise<HandledAdmission> {
   const object = request.object;
   if (request.operation !== 'CREATE' || !isObject(object)) return { kind: 'ignored', response: allowed(request.uid) };
+  const client = context.client ?? '';
+  const owners = ownerReferencesOf(object);
   let nsAnnotations: Record<string, string> = {};
   let owner: Owner | undefined;
-  const owners = ownerReferencesOf(object);
   try {
     const namespace = request.namespace;
-    const found = namespace ? sources.namespaceAnnotations(namespace, client) : undefined;
-    if (found instanceof Promise) return handleAfterLookups(request, object, owners, sources, context, found);
-    nsAnnotations = found ?? {};
-    const resolved = ownerOf(request, object, owners.references, sources, client);
-    if (resolved instanceof Promise) return handleAfterLookups(request, object, owners, sources, context, nsAnnotations, resolved);
-    owner = resolved;
+    nsAnnotations = (namespace ? await sources.namespaceAnnotations(namespace, client) : undefined) ?? {};
+    owner = await ownerOf(request, object, owners.references, sources, client);
     return evaluate(request, object, owners, sources, nsAnnotations, owner, context);
   } catch (err) {
     return failed(request, object, nsAnnotations, owner, err);
@@ -177,27 +172,6 @@ function ownerOf(
     metadata: { ...(typeof name === 'string' && { name }), ...(typeof generateName === 'string' && { generateName }), ownerReferences: references },
   };
   return sources.owner(request, pod, client);
-}
-
-/** handleAdmission once the lookups that answered with a promise have settled; the owner is looked up after them. */
-async function handleAfterLookups(
-  request: AdmissionRequest,
-  object: Record<string, unknown>,
-  owners: VettedOwners,
-  sources: AdmissionSources,
-  context: ReviewContext,
-  namespaceLookup: MaybePromise<Record<string, string> | undefined>,
-  ownerLookup?: Promise<Owner | undefined>,
-): Promise<HandledAdmission> {
-  let nsAnnotations: Record<string, string> = {};
-  let owner: Owner | undefined;
-  try {
-    nsAnnotations = (await namespaceLookup) ?? {};
-    owner = await (ownerLookup ?? ownerOf(request, object, owners.references, sources, context.client ?? ''));
-    return evaluate(request, object, owners, sources, nsAnnotations, owner, context);
-  } catch (err) {
-    return failed(request, object, nsAnnotations, owner, err);
-  }
 }
 
 /** The engine's answer for an object whose namespace annotations and owner are known, from the cache when it has it. */

@@ -337,15 +337,15 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   };
 
   /** Writes the answer to an admission the handler has dealt with, and says what was done. */
-  const send = (reply: FastifyReply, { apiVersion, request: admission }: ParsedReview, handled: HandledAdmission, started: number, debug: boolean): void => {
+  const send = (reply: FastifyReply, { apiVersion, request: admission }: ParsedReview, handled: HandledAdmission, started: number, debug: boolean): FastifyReply => {
     const body = answerBody(apiVersion, admission.uid, handled);
     metrics.record(handled, admission.namespace ?? '', (performance.now() - started) / 1e3);
     logAdmission(logger, debug, admission, handled);
     options.onAdmitted?.(handled, admission);
-    reply.code(200).header('content-type', JSON_TYPE).send(body);
+    return reply.code(200).header('content-type', JSON_TYPE).send(body);
   };
 
-  app.post('/', { onRequest: countBody }, (request, reply) => {
+  app.post('/', { onRequest: countBody }, async (request, reply) => {
     const started = performance.now();
     const review = reviewOf(request.body, request.headers['content-encoding']);
     const admission = review.request;
@@ -357,11 +357,8 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
         `received admission review request "${shownName(admission.uid)}" for ${shownName(`${admission.kind.kind.toLowerCase()}/${admission.namespace ?? ''}/${admission.name || objectName(admission.object) || '(generated name)'}`)}`,
       );
     }
-    const handled = handleAdmission(admission, sources, { client: request.socket.remoteAddress ?? '', bodyBytes: (request.body as string).length });
-    // The sources answer at once nearly always (from their caches); a promise only when one had to be waited for.
-    if (handled instanceof Promise) return handled.then((done) => send(reply, review, done, started, debug));
-    send(reply, review, handled, started, debug);
-    return undefined;
+    const handled = await handleAdmission(admission, sources, { client: request.socket.remoteAddress ?? '', bodyBytes: (request.body as string).length });
+    return send(reply, review, handled, started, debug);
   });
 
   return app;

@@ -67,30 +67,25 @@ describe('handleAdmission', () => {
     expect(await defaultContainer({})).toBeUndefined();
   });
 
-  it('answers at once when every source does, and with a promise of the same answer when one must be waited for', async () => {
+  it('answers the same whether its sources answer at once or with a promise, and a source that throws fails as one that rejects', async () => {
     const owner = { kind: 'deployment', name: 'web' };
-    const now = handleAdmission(request(enabled(), { uid: 'u-1' }), sources({ owner: () => owner }));
-    expect(now).not.toBeInstanceOf(Promise);
+    const now = await handleAdmission(request(enabled(), { uid: 'u-1' }), sources({ owner: () => owner }));
+    expect(now.response.patchType).toBe('JSONPatch');
     for (const later of [
       sources({ namespaceAnnotations: () => Promise.resolve({}), owner: () => owner }),
       sources({ owner: () => Promise.resolve(owner) }),
     ]) {
-      const pending = handleAdmission(request(enabled(), { uid: 'u-1' }), later);
-      expect(pending).toBeInstanceOf(Promise);
-      expect(await pending).toEqual(now);
+      expect(await handleAdmission(request(enabled(), { uid: 'u-1' }), later)).toEqual(now);
     }
-  });
-
-  it('a source that throws at once is a failure like one whose promise is rejected', async () => {
     const throwing = sources({
       namespaceAnnotations: () => {
         throw new Error('informer not started');
       },
     });
     const rejecting = sources({ namespaceAnnotations: () => Promise.reject(new Error('informer not started')) });
-    const now = failed(handleAdmission(request(enabled(), { uid: 'u-2' }), throwing) as HandledAdmission);
-    expect(now.response.allowed).toBe(false);
-    expect(await handleAdmission(request(enabled(), { uid: 'u-2' }), rejecting)).toEqual(now);
+    const thrown = failed(await handleAdmission(request(enabled(), { uid: 'u-2' }), throwing));
+    expect(thrown.response.allowed).toBe(false);
+    expect(await handleAdmission(request(enabled(), { uid: 'u-2' }), rejecting)).toEqual(thrown);
   });
 
   it('a pod nobody asked to mesh is evaluated and admitted without a patch', async () => {
