@@ -24,7 +24,10 @@ export interface InformerOptions<T extends KubeObject> {
   path: string;
   fieldSelector?: string;
   logger: Logger;
-  /** Called for every add, update and delete (and for the items of each fresh list, and what it no longer has). */
+  /**
+   * Called for every add, update and delete (and for the items of each fresh list, and what it no longer has), with the
+   * object as the store keeps it.
+   */
   onChange?: (type: 'add' | 'update' | 'delete', object: T) => void;
   /** Told of each restart, with why. */
   onRestart?: (reason: 'error' | 'watchdog') => void;
@@ -34,8 +37,12 @@ export interface InformerOptions<T extends KubeObject> {
   watchdogMs?: number;
   /** Longest one page of a list may take (default 60 s). */
   listTimeoutMs?: number;
-  /** What the cache keeps of each object (default: all of it); what it does not need costs memory per object. */
-  keep?: (object: T) => T;
+  /**
+   * What the cache keeps of each object, for the store and onChange alike (default: all of it), as client-go's
+   * SetTransform: what the cache does not need costs memory per object, and a callback that saw more would tell changes
+   * apart that the store cannot.
+   */
+  transform?: (object: T) => T;
 }
 
 /** A watch ended normally sooner than this after opening, with no event, counts as a quick close (see `rewatch`). */
@@ -97,11 +104,6 @@ export class ResilientInformer<T extends KubeObject> {
     return this.store?.get(keyOf(namespace, name));
   }
 
-  list(namespace?: string): readonly T[] {
-    const all = [...(this.store?.values() ?? [])];
-    return namespace === undefined ? all : all.filter((o) => o.metadata?.namespace === namespace);
-  }
-
   async stop(): Promise<void> {
     this.stopped = true;
     this.runId++;
@@ -110,6 +112,10 @@ export class ResilientInformer<T extends KubeObject> {
     clearInterval(this.watchdogTimer);
     this.watch?.abort();
     this.watch = undefined;
+  }
+
+  private kept(object: T): T {
+    return this.options.transform ? this.options.transform(object) : object;
   }
 
   private touch(): void {
@@ -132,7 +138,7 @@ export class ResilientInformer<T extends KubeObject> {
       const params = o.fieldSelector ? { fieldSelector: o.fieldSelector } : undefined;
       for await (const page of listPages<T>(o.client, o.path, o.name, { timeoutMs: o.listTimeoutMs ?? 60_000, ...(params && { params }) })) {
         if (id !== this.runId) return;
-        for (const item of page.items) fresh.set(keyOf(item.metadata?.namespace, item.metadata?.name), o.keep ? o.keep(item) : item);
+        for (const item of page.items) fresh.set(keyOf(item.metadata?.namespace, item.metadata?.name), this.kept(item));
         resourceVersion = page.resourceVersion;
       }
     } catch (err) {
@@ -206,15 +212,16 @@ export class ResilientInformer<T extends KubeObject> {
       case 'MODIFIED': {
         const key = keyOf(meta?.namespace, meta?.name);
         const known = store.has(key);
-        store.set(key, this.options.keep ? this.options.keep(object) : object);
+        const kept = this.kept(object);
+        store.set(key, kept);
         this.resourceVersion = meta?.resourceVersion ?? this.resourceVersion;
-        this.options.onChange?.(known ? 'update' : 'add', object);
+        this.options.onChange?.(known ? 'update' : 'add', kept);
         break;
       }
       case 'DELETED': {
         store.delete(keyOf(meta?.namespace, meta?.name));
         this.resourceVersion = meta?.resourceVersion ?? this.resourceVersion;
-        this.options.onChange?.('delete', object);
+        this.options.onChange?.('delete', this.kept(object));
         break;
       }
       case 'BOOKMARK':

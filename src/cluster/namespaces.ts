@@ -82,7 +82,7 @@ export class NamespaceCache {
       path: '/api/v1/namespaces',
       // Only the annotations and the Pod Security label are read: the rest of a namespace (its managed fields above
       // all) would cost memory per namespace in a large cluster.
-      keep: ({ metadata: m = {} }) => {
+      transform: ({ metadata: m = {} }) => {
         const labels = readLabels(m.labels);
         return {
           metadata: {

@@ -1,8 +1,9 @@
 /**
  * Each namespace's ResourceQuotas and LimitRanges, from two watch-fed caches: the API server refuses an injected pod
  * whose added containers a quota obliges to state resources they do not state, or whose resources a LimitRange bounds
- * (see quotaRisks), and the webhook says so before it does. Only their specs are kept, indexed by namespace, each
- * namespace with a version that changes whenever one of its objects does, for the cache of answers.
+ * (see quotaRisks), and the webhook says so before it does. Only their names and specs are kept, indexed by namespace,
+ * each namespace with a version that changes when what quotaRisks reads does, for the cache of answers: a quota's
+ * usage, which its controller updates with every pod created, changes no answer and no version.
  */
 import type { Logger } from 'pino';
 import type { ResourceConstraints } from '../engine/index.js';
@@ -44,13 +45,9 @@ export class ResourceConstraintCache {
         client: options.client,
         path: `/api/v1/${resource}`,
         logger: options.logger,
-        // The spec is all quotaRisks reads; the status (a quota's usage, which changes with every pod) is left out.
-        keep: ({ metadata: m = {}, spec }) => ({
-          metadata: {
-            ...(m.name !== undefined && { name: m.name }),
-            ...(m.namespace !== undefined && { namespace: m.namespace }),
-            ...(m.resourceVersion !== undefined && { resourceVersion: m.resourceVersion }),
-          },
+        // The name and spec are all quotaRisks reads.
+        transform: ({ metadata: m = {}, spec }) => ({
+          metadata: { ...(m.name !== undefined && { name: m.name }), ...(m.namespace !== undefined && { namespace: m.namespace }) },
           spec,
         }),
         onChange: (type, object) => this.changed(kind, type, object),
@@ -96,9 +93,12 @@ export class ResourceConstraintCache {
   private changed(kind: Kind, type: 'add' | 'update' | 'delete', object: Constraint): void {
     const namespace = object.metadata?.namespace ?? '';
     const name = object.metadata?.name ?? '';
+    let held = this.byNamespace.get(namespace);
+    const before = held?.[kind].get(name);
+    // A re-list, or an update of the status alone, hands over the same spec: nothing quotaRisks reads has changed.
+    if (type !== 'delete' && before !== undefined && JSON.stringify(before.spec) === JSON.stringify(object.spec)) return;
     this.changes++;
     this.answered.delete(namespace);
-    let held = this.byNamespace.get(namespace);
     if (type === 'delete') {
       held?.[kind].delete(name);
       if (held && held.resourceQuotas.size === 0 && held.limitRanges.size === 0) this.byNamespace.delete(namespace);

@@ -118,7 +118,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setup(options: { watchdogMs?: number; logger?: Logger } = {}) {
+async function setup(options: { watchdogMs?: number; logger?: Logger; transform?: (ns: V1Namespace) => V1Namespace; onChange?: (type: string, ns: V1Namespace) => void } = {}) {
   const fake = new FakeApiServer();
   const url = await fake.start();
   const client = new HttpApiClient(url, async () => {});
@@ -132,6 +132,8 @@ async function setup(options: { watchdogMs?: number; logger?: Logger } = {}) {
     maxBackoffMs: 100,
     onRestart: (reason) => restarts.push(reason),
     ...(options.watchdogMs !== undefined && { watchdogMs: options.watchdogMs }),
+    ...(options.transform && { transform: options.transform }),
+    ...(options.onChange && { onChange: options.onChange }),
   });
   cleanups.push(() => fake.stop(), async () => client.close(), () => informer.stop());
   const annotations = (name: string) => informer.get(name)?.metadata?.annotations;
@@ -277,5 +279,29 @@ describe('ResilientInformer', () => {
     const lists = fake.lists;
     await new Promise((r) => setTimeout(r, 200));
     expect(fake.lists).toBe(lists);
+  });
+});
+
+describe('the object contract', () => {
+  it('hands the store and every callback the same transformed object: for a list, an add, an update and a delete', async () => {
+    const seen: Array<{ type: string; object: V1Namespace }> = [];
+    // Keeps the name and annotations only: what a callback sees must be what a later get() returns, nothing more.
+    const transform = (ns: V1Namespace): V1Namespace => ({ metadata: { name: ns.metadata?.name ?? '', annotations: ns.metadata?.annotations ?? {} } });
+    const { fake, informer } = await setup({ transform, onChange: (type, object) => seen.push({ type, object }) });
+    fake.set('listed', { a: '1' }, false);
+    informer.start();
+    expect(await informer.waitForSync(5000)).toBe(true);
+    await until('the watch', () => fake.openWatches > 0);
+    fake.set('added', { b: '2' });
+    await until('the add', () => informer.get('added') !== undefined);
+    fake.set('added', { b: '3' });
+    await until('the update', () => informer.get('added')?.metadata?.annotations?.['b'] === '3');
+    fake.remove('listed');
+    await until('the delete', () => seen.some((s) => s.type === 'delete'));
+    expect(seen.map((s) => `${s.type} ${s.object.metadata?.name}`)).toEqual(['add listed', 'add added', 'update added', 'delete listed']);
+    for (const { object } of seen) expect(Object.keys(object)).toEqual(['metadata']);
+    for (const { object } of seen) expect(Object.keys(object.metadata ?? {}).sort()).toEqual(['annotations', 'name']);
+    // The object of the last update is the one the store holds.
+    expect(seen[2]?.object).toBe(informer.get('added'));
   });
 });

@@ -52,8 +52,8 @@ describe('ResourceConstraintCache', () => {
   it("gives a namespace's quotas and limit ranges, their specs only, and nothing for a namespace without any", async () => {
     const c = await synced({ [QUOTAS]: [quota('shop', 'compute', { 'limits.cpu': '4' })], [RANGES]: [range('shop', 'defaults'), range('other', 'x')] });
     const shop = c.of('shop');
-    expect(shop?.resourceQuotas).toEqual([{ metadata: { namespace: 'shop', name: 'compute', resourceVersion: '3' }, spec: { hard: { 'limits.cpu': '4' } } }]);
-    expect(shop?.limitRanges).toEqual([{ metadata: { namespace: 'shop', name: 'defaults', resourceVersion: '4' }, spec: range('shop', 'defaults').spec }]);
+    expect(shop?.resourceQuotas).toEqual([{ metadata: { namespace: 'shop', name: 'compute' }, spec: { hard: { 'limits.cpu': '4' } } }]);
+    expect(shop?.limitRanges).toEqual([{ metadata: { namespace: 'shop', name: 'defaults' }, spec: range('shop', 'defaults').spec }]);
     expect(c.of('other')?.resourceQuotas).toEqual([]);
     expect(c.of('other')?.limitRanges).toHaveLength(1);
     expect(c.of('plain')).toBeUndefined();
@@ -79,5 +79,19 @@ describe('ResourceConstraintCache', () => {
     await api?.send(QUOTAS, 'DELETED', quota('shop', 'compute', { 'limits.cpu': '8' }));
     await api?.send(RANGES, 'DELETED', range('shop', 'defaults'));
     await until(c, 'shop', (found) => found === undefined);
+  });
+
+  it("keeps its version while only a quota's usage changes, as its controller changes it with every pod created", async () => {
+    const c = await synced({ [QUOTAS]: [quota('shop', 'compute', { 'limits.cpu': '4' })] });
+    const first = c.of('shop');
+    for (let used = 1; used <= 5; used++) {
+      const updated = quota('shop', 'compute', { 'limits.cpu': '4' });
+      await api?.send(QUOTAS, 'MODIFIED', { ...updated, metadata: { ...updated.metadata, resourceVersion: `${10 + used}` }, status: { hard: updated.spec.hard, used: { 'limits.cpu': `${used}` } } });
+    }
+    // A change of the spec after them is seen: the usage updates before it were read, and changed nothing.
+    await api?.send(QUOTAS, 'MODIFIED', quota('shop', 'compute', { 'limits.cpu': '6' }));
+    const changed = await until(c, 'shop', (found) => JSON.stringify(found?.resourceQuotas).includes('"6"'));
+    expect(changed?.version).not.toBe(first?.version);
+    expect(Number(changed?.version) - Number(first?.version)).toBe(1);
   });
 });
