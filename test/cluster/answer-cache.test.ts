@@ -3,27 +3,13 @@
  * watches, as `serve` wires them in a cluster.
  */
 import type { ServerResponse } from 'node:http';
-import { join } from 'node:path';
-import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handleAdmission, TemplateAnswerLru, type AdmissionRequest } from '../../src/admission/index.js';
-import { createContext, type InjectorContext } from '../../src/cluster/context.js';
-import { InjectorMetrics } from '../../src/server/metrics.js';
 import { admissionReview } from '../support/admission.js';
 import { pod } from '../support/engine.js';
-import { fakeApi, type FakeApi } from './fake-api.js';
+import { clusterContext } from './cluster-context.js';
 
-const root = join(import.meta.dirname, '..', '..');
 const QUOTAS = '/api/v1/resourcequotas';
-
-let api: FakeApi | undefined;
-let context: InjectorContext | undefined;
-
-afterEach(async () => {
-  await context?.stop();
-  await api?.close();
-  context = api = undefined;
-});
 
 /** A ReplicaSet owned by a Deployment, as the owner reads find every ReplicaSet here. */
 function replicaSet(_path: string, res: ServerResponse): void {
@@ -51,17 +37,7 @@ const podOf = (i: number): AdmissionRequest => {
 describe('the answer cache in a cluster', () => {
   it('answers a rollout from its cache in a namespace whose ResourceQuota usage changes with every pod, and anew when the quota does', async () => {
     const shop = { kind: 'Namespace', apiVersion: 'v1', metadata: { name: 'shop', annotations: {} } };
-    api = await fakeApi({ lists: { '/api/v1/namespaces': [shop], [QUOTAS]: [quota(0)], '/api/v1/limitranges': [] }, read: replicaSet });
-    context = await createContext({
-      cluster: { client: api.client, source: 'test', server: 'fake' },
-      controlPlaneNamespace: 'linkerd',
-      trustAnchorsPath: join(root, 'examples', 'trust-anchors.pem'),
-      logger: pino({ level: 'silent' }),
-      metrics: new InjectorMetrics(),
-      events: 'none',
-      linkerdPaths: { values: join(root, 'no-such-values'), trustRoots: join(root, 'no-such-roots') },
-    });
-    while (context.notReadyBecause().length > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    const { api, context } = await clusterContext({ lists: { '/api/v1/namespaces': [shop], [QUOTAS]: [quota(0)] }, read: replicaSet });
     const answers = new TemplateAnswerLru();
     const sources = { ...context.sources, answers };
     const quotaRisk = (warnings: string[] | undefined) => (warnings ?? []).some((w) => w.includes('resource_quota_needs_resources'));
@@ -69,11 +45,11 @@ describe('the answer cache in a cluster', () => {
     /** Sends quota events and waits until the cache has read them: a marker quota sent after them on the same watch. */
     let marks = 0;
     const delivered = async (...events: unknown[]) => {
-      for (const event of events) await api?.send(QUOTAS, 'MODIFIED', event);
+      for (const event of events) await api.send(QUOTAS, 'MODIFIED', event);
       const mark = String(++marks);
-      await api?.send(QUOTAS, 'MODIFIED', { metadata: { namespace: 'marker', name: 'm' }, spec: { hard: { pods: mark } } });
+      await api.send(QUOTAS, 'MODIFIED', { metadata: { namespace: 'marker', name: 'm' }, spec: { hard: { pods: mark } } });
       for (let tries = 0; tries < 500; tries++) {
-        if ((JSON.stringify(context?.sources.namespaceConstraints?.('marker')?.resourceQuotas) ?? '').includes(`"${mark}"`)) return;
+        if ((JSON.stringify(context.sources.namespaceConstraints?.('marker')?.resourceQuotas) ?? '').includes(`"${mark}"`)) return;
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       throw new Error('the quota watch did not deliver its events');

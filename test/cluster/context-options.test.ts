@@ -8,6 +8,7 @@ import pino from 'pino';
 import { createContext, type InjectorContext } from '../../src/cluster/context.js';
 import { podSecurityLabels } from '../../src/engine/index.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
+import { clusterContext } from './cluster-context.js';
 import { fakeApi, namespaceFrom, type FakeApi } from './fake-api.js';
 
 const ENFORCE = 'pod-security.kubernetes.io/enforce';
@@ -38,26 +39,10 @@ describe('a cluster context told the default level (and to keep kubectl`s defaul
 
   it('answers namespace labels with it, as the namespace watch sees them', async () => {
     const ns = (name: string, labels?: Record<string, string>) => ({ kind: 'Namespace', apiVersion: 'v1', metadata: { name, ...(labels && { labels }) } });
-    api = await fakeApi({
-      lists: {
-        '/api/v1/namespaces': [ns('shop'), ns('legacy', { [ENFORCE]: 'privileged' }), ns('ops')],
-        '/api/v1/resourcequotas': [],
-        '/api/v1/limitranges': [],
-      },
-    });
-    const root = join(import.meta.dirname, '..', '..');
-    context = await createContext({
-      cluster: { client: api.client, source: 'test', server: 'fake' },
-      controlPlaneNamespace: 'linkerd',
-      trustAnchorsPath: join(root, 'examples', 'trust-anchors.pem'),
-      logger: pino({ level: 'silent' }),
-      metrics: new InjectorMetrics(),
-      events: 'none',
-      podSecurity: { enforce: 'baseline', exemptNamespaces: ['ops'] },
-      kubectlDefaultContainer: true,
-      linkerdPaths: { values: join(root, 'no-such-values'), trustRoots: join(root, 'no-such-roots') },
-    });
-    while (context.notReadyBecause().length > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    const { context } = await clusterContext(
+      { lists: { '/api/v1/namespaces': [ns('shop'), ns('legacy', { [ENFORCE]: 'privileged' }), ns('ops')] } },
+      { podSecurity: { enforce: 'baseline', exemptNamespaces: ['ops'] }, kubectlDefaultContainer: true },
+    );
     const labels = context.sources.namespaceLabels;
     expect(labels?.('shop')).toEqual({ [ENFORCE]: 'baseline' });
     expect(labels?.('legacy')).toEqual({ [ENFORCE]: 'privileged' });

@@ -3,18 +3,15 @@
  * addresses reviews come from, so that a client forging reviews cannot take the reads that real pods need.
  */
 import type { ServerResponse } from 'node:http';
-import { join } from 'node:path';
-import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handleAdmission, type AdmissionRequest } from '../../src/admission/index.js';
-import { createContext, type EventPolicy, type InjectorContext } from '../../src/cluster/context.js';
-import { InjectorMetrics } from '../../src/server/metrics.js';
+import type { EventPolicy, InjectorContext } from '../../src/cluster/context.js';
 import { admissionReview } from '../support/admission.js';
 import { pod } from '../support/engine.js';
 import { fakeClock } from './clock.js';
-import { fakeApi, namespaceFrom, notFound, type FakeApi } from './fake-api.js';
+import { clusterContext } from './cluster-context.js';
+import { namespaceFrom, notFound } from './fake-api.js';
 
-const root = join(import.meta.dirname, '..', '..');
 const FORGER = '10.0.0.66';
 const APISERVER = '10.0.0.1';
 
@@ -37,36 +34,17 @@ const podOf = (replicaSet: string) => ({
 });
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
-let api: FakeApi | undefined;
-let context: InjectorContext | undefined;
-
-afterEach(async () => {
-  await context?.stop();
-  await api?.close();
-  context = api = undefined;
-});
-
-async function clusterContext(events: EventPolicy = 'none'): Promise<{ context: InjectorContext; sources: InjectorContext['sources']; reads: string[] }> {
+/** The context, on a cluster whose watch delivers only namespace shop; time stands still for its read budget. */
+async function shopContext(events: EventPolicy = 'none'): Promise<{ context: InjectorContext; sources: InjectorContext['sources']; reads: string[] }> {
   const shop = { kind: 'Namespace', apiVersion: 'v1', metadata: { name: 'shop' } };
-  api = await fakeApi({ lists: { '/api/v1/namespaces': [shop], '/api/v1/resourcequotas': [], '/api/v1/limitranges': [] }, read: cluster });
-  context = await createContext({
-    cluster: { client: api.client, source: 'test', server: 'fake' },
-    controlPlaneNamespace: 'linkerd',
-    trustAnchorsPath: join(root, 'examples', 'trust-anchors.pem'),
-    logger: pino({ level: 'silent' }),
-    metrics: new InjectorMetrics(),
-    events,
-    linkerdPaths: { values: join(root, 'no-such-values'), trustRoots: join(root, 'no-such-roots') },
-    // Time stands still: what the budget allows is then a count, whatever the machine's speed.
-    now: fakeClock().now,
-  });
-  while (context.notReadyBecause().length > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+  // Time stands still: what the budget allows is then a count, whatever the machine's speed.
+  const { api, context } = await clusterContext({ lists: { '/api/v1/namespaces': [shop] }, read: cluster }, { events, now: fakeClock().now });
   return { context, sources: context.sources, reads: api.reads };
 }
 
 describe('the reads reviews cause, shared by client address', () => {
   it("a client forging hundreds of reviews that name missing ReplicaSets and namespaces leaves another client's pods their reads", async () => {
-    const { sources, reads } = await clusterContext();
+    const { sources, reads } = await shopContext();
     const owner = sources.owner;
     if (!owner) throw new Error('a cluster context resolves owners');
 
@@ -100,7 +78,7 @@ describe('the reads reviews cause, shared by client address', () => {
   });
 
   it('a client alone still gets a burst of 100 reads, as when one budget was shared by all', async () => {
-    const { sources, reads } = await clusterContext();
+    const { sources, reads } = await shopContext();
     const owner = sources.owner;
     if (!owner) throw new Error('a cluster context resolves owners');
     const resolved = await Promise.all(range(100).map((i) => owner(request, podOf(`web-${i}`), APISERVER)));
@@ -109,7 +87,7 @@ describe('the reads reviews cause, shared by client address', () => {
   });
 
   it("the read made for a StatefulSet's events, once its pod is answered, costs the address the pod came from", async () => {
-    const { context, sources, reads } = await clusterContext('all');
+    const { context, sources, reads } = await shopContext('all');
     const owner = sources.owner;
     if (!owner) throw new Error('a cluster context resolves owners');
     await Promise.allSettled(range(300).map((i) => owner(request, podOf(`forged-${i}`), FORGER)));
