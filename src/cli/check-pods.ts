@@ -29,7 +29,7 @@ const LINKERD_SELECTORS: Webhook = {
   },
   objectSelector: {
     matchExpressions: [
-      { key: 'linkerd.io/control-plane-component', operator: 'DoesNotExist' },
+      { key: names.CONTROL_PLANE_COMPONENT_LABEL, operator: 'DoesNotExist' },
       { key: 'linkerd.io/cni-resource', operator: 'DoesNotExist' },
     ],
   },

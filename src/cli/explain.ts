@@ -23,6 +23,7 @@ import {
   type PodSecurityDefaults,
   objectsIn,
   stringMap,
+  misplacedText,
   templateAnnotationsPath,
   type Container,
   type PodSpec,
@@ -315,13 +316,13 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
   const moveInject = misplaced.includes(INJECT_ANNOTATION) && result.reasons.some((r) => r.code === 'injection_enable_annotation_absent');
   for (const key of misplaced) {
     if (key === INJECT_ANNOTATION && moveInject) continue;
-    explanation.warnings.push(`${key} is on the ${kind}'s own metadata, which the injector never reads (it sees only the pods): put it under ${templatePath}`);
+    explanation.warnings.push(misplacedText([key], `the ${kind}'s own metadata`, templatePath));
   }
   if (result.outcome !== 'injected') {
     explanation.decision.reasons = result.reasons.map((r) => {
       const fix =
         moveInject && r.code === 'injection_enable_annotation_absent'
-          ? `move ${INJECT_ANNOTATION} from the ${kind}'s own metadata, which the injector never reads (it sees only the pods), to ${templatePath}; or annotate the namespace`
+          ? `${misplacedText([INJECT_ANNOTATION], `the ${kind}'s own metadata`, templatePath)}; or annotate the namespace`
           : REASON_FIX[r.code];
       return { ...r, ...(fix && { fix }) };
     });

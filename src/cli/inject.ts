@@ -18,6 +18,7 @@ import {
   type InjectorConfig,
   type LinkerdValues,
   type SkipReasonCode,
+  DEFAULT_LINKERD_VERSION,
   addMapEntries,
   copyPlain,
   setOwn,
@@ -51,14 +52,12 @@ import { packageRoot } from './package-info.js';
 import { inputReader } from './remote-inputs.js';
 import { CHECKS, FAIL, OK, WARN, renderReport, type Check, type ObjectReport } from './report.js';
 
-const { ANNOTATIONS, INJECT_ANNOTATION, INJECT_DISABLED, INJECT_ENABLED, INJECT_INGRESS } = names;
+const { ANNOTATIONS, CONTROL_PLANE_COMPONENT_LABEL, INJECT_ANNOTATION, INJECT_DISABLED, INJECT_ENABLED, INJECT_INGRESS } = names;
 
 export type { CliIo, CliResult } from './command-io.js';
 
 /** The demo root shipped with the package, used when no trust anchors are configured. */
 export const DEMO_TRUST_ANCHORS = join('examples', 'trust-anchors.pem');
-
-const CONTROL_PLANE_COMPONENT_LABEL = 'linkerd.io/control-plane-component';
 
 /**
  * Skip reasons that make manual injection fail: those `linkerd inject` fails on, and mirror and Windows pods, which it
@@ -242,7 +241,7 @@ function readConfigFile(cwd: string, file: string, what: string): string {
  */
 export const EMBEDDED_DEFAULTS_NOTE =
   'no --values: using the embedded defaults (a classic sidecar held back by linkerd-await, iptables-legacy), while ' +
-  "Linkerd edge-26.8.3's chart defaults to a native sidecar and iptables-nft; for your cluster's configuration give " +
+  `Linkerd ${DEFAULT_LINKERD_VERSION}'s chart defaults to a native sidecar and iptables-nft; for your cluster's configuration give ` +
   "--values <(kubectl get configmap -n linkerd linkerd-config -o jsonpath='{.data.values}')";
 
 /** A --values file merged over the defaults; what is wrong with it is said after the file's name. */

@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { AdmissionRequest, AdmissionSources, HandledAdmission, PodIdentity } from '../admission/index.js';
-import { isWorkloadKind, names, podSecurityLabels, templateAnnotationsPath, type PodSecurityDefaults, type StartupRisk } from '../engine/index.js';
+import { isWorkloadKind, misplacedText, names, podSecurityLabels, templateAnnotationsPath, type PodSecurityDefaults, type StartupRisk } from '../engine/index.js';
 import { FileConfigSource } from './config-files.js';
 import type { ConfigSource } from './config-source.js';
 import type { PendingEvent } from './events.js';
@@ -145,7 +145,7 @@ function misplacedInjectText(owner: ResolvedOwner): string | undefined {
   const value = owner.misplacedInject;
   if (value !== names.INJECT_ENABLED && value !== names.INJECT_INGRESS) return undefined;
   const { where, belongs } = placesOf(owner);
-  return `${names.INJECT_ANNOTATION}: ${value} is on ${where}, which the injector never reads (it sees only the pods), so its pods are not injected: move it to ${belongs}`;
+  return misplacedText([`${names.INJECT_ANNOTATION}: ${value}`], where, belongs, () => 'so its pods are not injected');
 }
 
 /** Where a workload's annotations are that its pods never show, and where they would reach the pods. */
@@ -165,8 +165,7 @@ function misplacedConfigText(owner: ResolvedOwner, request: AdmissionRequest): s
   const keys = (owner.misplacedConfig ?? []).filter((key) => !Object.hasOwn(own, key));
   if (keys.length === 0) return undefined;
   const { where, belongs } = placesOf(owner);
-  const [verb, them] = keys.length === 1 ? ['is', 'it'] : ['are', 'them'];
-  return `${keys.join(', ')} ${verb} on ${where}, which the injector never reads (it sees only the pods), so the proxy runs without ${them}: move ${them} to ${belongs}`;
+  return misplacedText(keys, where, belongs, (them) => `so the proxy runs without ${them}`);
 }
 
 /**

@@ -29,7 +29,7 @@ export type { WorkloadKind } from './workload.js';
 export * as names from './names.js';
 export { copyPlain, isObject, objectsIn, selects, setOwn } from './k8s.js';
 export type { Container, Json, LabelSelector, PodSpec } from './k8s.js';
-export { isWorkloadKind, mapValue, objectName, stringMap, templateAnnotationsPath } from './workload.js';
+export { isWorkloadKind, mapValue, misplacedText, objectName, stringMap, templateAnnotationsPath } from './workload.js';
 export { addMapEntries } from './patch.js';
 export { compareCodeUnits, lineAt, oneLine } from './text.js';
 export { parseGoDuration } from './parsers.js';

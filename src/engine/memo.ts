@@ -4,6 +4,7 @@
  * of injecting a pod. Whatever is remembered is shared by every pod that asks for it, so it is frozen: a caller that
  * tried to change it would throw instead of changing another pod's answer.
  */
+import { LRUCache } from 'lru-cache';
 
 /** Freezes a plain value and everything inside it; returns it. */
 export function deepFreeze<T>(value: T): T {
@@ -18,19 +19,18 @@ export function deepFreeze<T>(value: T): T {
 const LONGEST_REMEMBERED = 256;
 
 /**
- * `parse`, remembering its results (frozen) for up to `entries` texts of up to 256 characters. When full, the memory is
- * emptied rather than evicted entry by entry: the bound is what matters, and the texts in use come back at once.
- * `parse` must depend on its text alone.
+ * `parse`, remembering its results (frozen) for the `entries` texts of up to 256 characters used most recently. `parse`
+ * must depend on its text alone.
  */
 export function memoizeText<T>(parse: (text: string) => T, entries = 512): (text: string) => T {
-  const memory = new Map<string, T>();
+  // Boxed: lru-cache takes an undefined value for a miss, and undefined is a result like any other here.
+  const memory = new LRUCache<string, { value: T }>({ max: entries });
   return (text) => {
     if (text.length > LONGEST_REMEMBERED) return parse(text);
     const known = memory.get(text);
-    if (known !== undefined || memory.has(text)) return known as T;
-    const parsed = deepFreeze(parse(text));
-    if (memory.size >= entries) memory.clear();
-    memory.set(text, parsed);
-    return parsed;
+    if (known) return known.value;
+    const value = deepFreeze(parse(text));
+    memory.set(text, { value });
+    return value;
   };
 }

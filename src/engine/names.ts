@@ -7,6 +7,8 @@ export const TRUST_ROOT_SHA256_ANNOTATION = 'linkerd.io/trust-root-sha256';
 
 export const CONTROL_PLANE_NS_LABEL = 'linkerd.io/control-plane-ns';
 export const WORKLOAD_NS_LABEL = 'linkerd.io/workload-ns';
+/** On Linkerd's own control-plane components, which their chart injects: the injector leaves them alone. */
+export const CONTROL_PLANE_COMPONENT_LABEL = 'linkerd.io/control-plane-component';
 export const PROXY_LABEL_PREFIX = 'linkerd.io/proxy-';
 /** Annotations whose name follows this prefix become tracing resource attributes of the pod's proxy. */
 export const TRACING_ATTRIBUTE_PREFIX = 'resource.opentelemetry.io/';

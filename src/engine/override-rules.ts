@@ -10,6 +10,7 @@ import { ANNOTATIONS } from './names.js';
 import {
   durationToMillis,
   durationToSeconds,
+  GO_BOOL_TEXTS,
   parseGoBool,
   parseGoDuration,
   parseGoInt,
@@ -50,6 +51,8 @@ export interface OverrideTarget {
 export interface OverrideRule<T = unknown> {
   annotation: string;
   parse(text: string, context: ParseContext): Parsed<T>;
+  /** The texts the annotation is known to take, when they are few: metric labels report these and any other as one. */
+  known?: readonly string[];
   /**
    * Puts a usable value in place. Absent for the annotations whose effect depends on other fields (the native-sidecar
    * keys, additional env, the close-wait timeout): `applyOverrides` writes those itself, reading them with `parse`.
@@ -74,20 +77,26 @@ export function someItems(items: readonly string[]): string {
   return items.length > MAX_ITEMS_SHOWN ? `${shown} and ${items.length - MAX_ITEMS_SHOWN} more` : shown;
 }
 
-const text = (): OverrideRule<string>['parse'] => (t) => ok(t);
+/** A parse, and the few texts it is known to take (see OverrideRule.known). */
+type Parse<T> = OverrideRule<T>['parse'] & { known?: readonly string[] };
+const knowing = <T>(known: readonly string[], parse: Parse<T>): Parse<T> => Object.assign(parse, { known });
 
-const oneOf =
-  (choices: readonly string[], reason: string): OverrideRule<string>['parse'] =>
-  (t) =>
-    choices.includes(t) ? ok(t) : no(reason);
+const text = (): Parse<string> => (t) => ok(t);
 
-const bool: OverrideRule<boolean>['parse'] = (t) => {
+const oneOf = (choices: readonly string[], reason: string): Parse<string> =>
+  knowing(
+    choices.filter((c) => c !== ''),
+    (t) => (choices.includes(t) ? ok(t) : no(reason)),
+  );
+
+const bool: Parse<boolean> = knowing(GO_BOOL_TEXTS, (t) => {
   const b = parseGoBool(t);
   return b === undefined ? no('not a boolean') : ok(b);
-};
+});
 
-const enabledDisabled: OverrideRule<boolean>['parse'] = (t) =>
-  t === 'enabled' ? ok(true) : t === 'disabled' ? ok(false) : no('must be "enabled" or "disabled"');
+const enabledDisabled: Parse<boolean> = knowing(['enabled', 'disabled'], (t) =>
+  t === 'enabled' ? ok(true) : t === 'disabled' ? ok(false) : no('must be "enabled" or "disabled"'),
+);
 
 const port: OverrideRule<number>['parse'] = (t) => {
   const n = parseGoInt(t, 32);
@@ -170,8 +179,8 @@ function decodeAdditionalEnv(t: string): Parsed<EnvVar[]> {
 
 const pullPolicy = oneOf(['', ...PULL_POLICIES], `must be one of ${PULL_POLICIES.join(', ')}`);
 
-function rule<T>(annotation: string, parse: OverrideRule<T>['parse'], apply?: OverrideRule<T>['apply']): OverrideRule<T> {
-  return { annotation, parse, ...(apply && { apply }) };
+function rule<T>(annotation: string, parse: Parse<T>, apply?: OverrideRule<T>['apply']): OverrideRule<T> {
+  return { annotation, parse, ...(apply && { apply }), ...(parse.known && { known: parse.known }) };
 }
 
 const resource = (
@@ -195,11 +204,12 @@ export const OVERRIDE_RULES: readonly OverrideRule<never>[] = [
   rule(ANNOTATIONS.adminPort, port, ({ values }, v) => (values.proxy.ports.admin = v)),
   rule(ANNOTATIONS.outboundPort, port, ({ values }, v) => (values.proxy.ports.outbound = v)),
   rule(ANNOTATIONS.proxyAdminShutdown, enabledDisabled, ({ values }, v) => (values.proxy.enableShutdownEndpoint = v)),
-  rule(ANNOTATIONS.proxyLogLevel, text(), ({ values }, v) => (values.proxy.logLevel = v)),
+  // The proxy's plain levels are known; a filter ("warn,linkerd=debug") is taken too.
+  rule(ANNOTATIONS.proxyLogLevel, knowing(['trace', 'debug', 'info', 'warn', 'error', 'off'], text()), ({ values }, v) => (values.proxy.logLevel = v)),
   rule(ANNOTATIONS.proxyLogHttpHeaders, oneOf(['insecure', 'off', ''], 'must be "insecure" or "off"'), ({ values }, v) => {
     values.proxy.logHTTPHeaders = v;
   }),
-  rule(ANNOTATIONS.proxyLogFormat, text(), ({ values }, v) => (values.proxy.logFormat = v)),
+  rule(ANNOTATIONS.proxyLogFormat, knowing(['plain', 'json'], text()), ({ values }, v) => (values.proxy.logFormat = v)),
   rule(ANNOTATIONS.proxyRequireIdentityInboundPorts, text(), ({ values }, v) => (values.proxy.requireIdentityOnInboundPorts = v)),
   rule(ANNOTATIONS.proxyMetricsHostnameLabels, bool, ({ values }, v) => (values.proxy.metrics.hostnameLabels = v)),
   rule(ANNOTATIONS.proxyOutboundConnectTimeout, duration(durationToMillis), ({ values }, v) => (values.proxy.outboundConnectTimeout = v)),
@@ -217,7 +227,7 @@ export const OVERRIDE_RULES: readonly OverrideRule<never>[] = [
   rule(ANNOTATIONS.defaultInboundPolicy, oneOf(INBOUND_POLICIES, `must be one of ${INBOUND_POLICIES.join(', ')}`), ({ values }, v) => {
     values.proxy.defaultInboundPolicy = v;
   }),
-  rule(ANNOTATIONS.accessLog, text(), ({ values }, v) => (values.proxy.accessLog = v)),
+  rule(ANNOTATIONS.accessLog, knowing(['apache', 'json'], text()), ({ values }, v) => (values.proxy.accessLog = v)),
   rule(ANNOTATIONS.opaquePorts, opaquePorts, ({ values }, v) => (values.proxy.opaquePorts = v)),
   rule(ANNOTATIONS.skipInboundPorts, portList, ({ values }, v) => (values.proxyInit.ignoreInboundPorts = v)),
   rule(ANNOTATIONS.skipOutboundPorts, portList, ({ values }, v) => (values.proxyInit.ignoreOutboundPorts = v)),

@@ -201,6 +201,9 @@ const GO_BOOLS: ReadonlyMap<string, boolean> = new Map([
   ['False', false],
 ]);
 
+/** The texts Go's strconv.ParseBool accepts. */
+export const GO_BOOL_TEXTS: readonly string[] = [...GO_BOOLS.keys()];
+
 /** Go strconv.ParseBool: accepts exactly 1,t,T,TRUE,true,True,0,f,F,FALSE,false,False. */
 export function parseGoBool(text: string): boolean | undefined {
   return GO_BOOLS.get(text);

@@ -1,5 +1,5 @@
 /** Undoing an injection: the RFC 6902 `remove` operations that take Linkerd's containers, volumes and metadata out. */
-import { INJECT_ANNOTATION, INJECT_DISABLED, INJECTED_CONTAINERS, INJECTED_VOLUMES } from './names.js';
+import { CONTROL_PLANE_COMPONENT_LABEL, INJECT_ANNOTATION, INJECT_DISABLED, INJECTED_CONTAINERS, INJECTED_VOLUMES } from './names.js';
 import { isObject, pushAll } from './k8s.js';
 import { escapePointer } from './patch.js';
 import { isWorkloadKind, templatePrefix } from './workload.js';
@@ -31,8 +31,6 @@ export interface UninjectOptions {
 
 /** Every `linkerd.io/...` annotation and label key (a `config.linkerd.io/...` key does not start with it, and stays). */
 const LINKERD_PREFIX = 'linkerd.io';
-/** Control-plane components are injected by their chart; their metadata is left alone, as Linkerd does. */
-const CONTROL_PLANE_COMPONENT_LABEL = 'linkerd.io/control-plane-component';
 
 const remove = (path: string): RemoveOperation => ({ op: 'remove', path });
 

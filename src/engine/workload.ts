@@ -28,6 +28,16 @@ export function templateAnnotationsPath(kind: WorkloadKind): string {
   return prefix === '' ? 'metadata.annotations' : `${prefix.slice(1).replaceAll('/', '.')}.metadata.annotations`;
 }
 
+/**
+ * What to say of annotations a workload carries where the injector never reads them (it sees only the pods;
+ * linkerd/linkerd2#4125): which, where they are, what follows from it, and where they belong.
+ */
+export function misplacedText(keys: readonly string[], where: string, belongs: string, consequence?: (them: string) => string): string {
+  const [verb, them] = keys.length === 1 ? ['is', 'it'] : ['are', 'them'];
+  const follows = consequence ? `, ${consequence(them)}` : '';
+  return `${keys.join(', ')} ${verb} on ${where}, which the injector never reads (it sees only the pods)${follows}: move ${them} to ${belongs}`;
+}
+
 export function isWorkloadKind(kind: string): kind is WorkloadKind {
   return (WORKLOAD_KINDS as readonly string[]).includes(kind);
 }

@@ -3,7 +3,7 @@
  * a pod chooses, and every distinct label set is a series the process keeps until it exits: unbounded values would
  * grow memory and /metrics without limit (one loop of pods with random `proxy-log-level` values is enough).
  */
-import { INBOUND_POLICIES, names } from '../engine/index.js';
+import { names, OVERRIDE_RULES } from '../engine/index.js';
 
 /** What a value outside the known set is reported as. */
 export const OTHER = 'other';
@@ -31,33 +31,14 @@ export function ownerKindLabel(kind: string | undefined): string {
 const MAX_VALUE_LENGTH = 63;
 
 const ANNOTATIONS = names.ANNOTATIONS;
-const GO_BOOLS = ['1', 't', 'T', 'TRUE', 'true', 'True', '0', 'f', 'F', 'FALSE', 'false', 'False'];
-const ENABLED_DISABLED = ['enabled', 'disabled'];
-/** The proxy's plain log levels; filter expressions ("warn,linkerd=debug") are free-form. */
-const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'off'];
 
 /**
- * Annotations whose valid values form a short list: those values pass, anything else (a typo, garbage) is `other`.
- * Every other configuration annotation (ports, ids, quantities, durations, port lists, subnets, images, versions,
- * log filters, environment) is free-form and gets the per-label budget.
+ * Annotations whose valid values form a short list (the override rules know them): those values pass, anything else (a
+ * typo, garbage) is `other`. Every other configuration annotation (ports, ids, quantities, durations, port lists,
+ * subnets, images, versions, environment) is free-form and gets the per-label budget.
  */
 const ENUMERATIONS: ReadonlyMap<string, ReadonlySet<string>> = new Map(
-  Object.entries({
-    [ANNOTATIONS.enableDebugSidecar]: GO_BOOLS,
-    [ANNOTATIONS.enableExternalProfiles]: GO_BOOLS,
-    [ANNOTATIONS.imagePullPolicy]: ['Always', 'IfNotPresent', 'Never'],
-    [ANNOTATIONS.proxyAdminShutdown]: ENABLED_DISABLED,
-    [ANNOTATIONS.proxyLogFormat]: ['plain', 'json'],
-    [ANNOTATIONS.proxyLogLevel]: LOG_LEVELS,
-    [ANNOTATIONS.proxyLogHttpHeaders]: ['off', 'insecure'],
-    [ANNOTATIONS.proxyMetricsHostnameLabels]: GO_BOOLS,
-    [ANNOTATIONS.proxyAwait]: ENABLED_DISABLED,
-    [ANNOTATIONS.defaultInboundPolicy]: [...INBOUND_POLICIES],
-    [ANNOTATIONS.accessLog]: ['apache', 'json'],
-    [ANNOTATIONS.proxyDisableOutboundProtocolDetectTimeout]: GO_BOOLS,
-    [ANNOTATIONS.proxyDisableInboundProtocolDetectTimeout]: GO_BOOLS,
-    [ANNOTATIONS.proxyEnableNativeSidecar]: GO_BOOLS,
-  }).map(([key, values]) => [key, new Set(values)]),
+  OVERRIDE_RULES.flatMap((rule) => (rule.known ? [[rule.annotation, new Set(rule.known)] as const] : [])),
 );
 
 /** Enumerations that also take free-form values: a log filter such as "warn,linkerd=debug" gets the budget. */
@@ -65,11 +46,6 @@ const OPEN_ENUMERATIONS: ReadonlySet<string> = new Set([ANNOTATIONS.proxyLogLeve
 
 /** Annotations whose free-form values are not worth a series at all: only whether they are set is reported. */
 const SET_OR_NOT: ReadonlySet<string> = new Set([ANNOTATIONS.proxyAdditionalEnv]);
-
-/** Whether an annotation's label has a fixed set of values. */
-export function isEnumerated(annotation: string): boolean {
-  return ENUMERATIONS.has(annotation);
-}
 
 /**
  * Maps each configuration annotation's value to the value its label reports: '' (not set) and known values as they

@@ -131,10 +131,10 @@ spec:
     const [skipped] = await explain(misplaced);
     expect(skipped?.decision.outcome).toBe('skipped');
     expect(skipped?.decision.reasons[0]?.fix).toBe(
-      "move linkerd.io/inject from the deployment's own metadata, which the injector never reads (it sees only the pods), to spec.template.metadata.annotations; or annotate the namespace",
+      "linkerd.io/inject is on the deployment's own metadata, which the injector never reads (it sees only the pods): move it to spec.template.metadata.annotations; or annotate the namespace",
     );
     expect(skipped?.warnings).toEqual([
-      "config.linkerd.io/proxy-cpu-limit is on the deployment's own metadata, which the injector never reads (it sees only the pods): put it under spec.template.metadata.annotations",
+      "config.linkerd.io/proxy-cpu-limit is on the deployment's own metadata, which the injector never reads (it sees only the pods): move it to spec.template.metadata.annotations",
     ]);
     // Injected through the namespace, the misplaced inject annotation is a warning too; a CronJob's template is deeper.
     const [injected] = await explain(misplaced, '--namespace-annotation', 'linkerd.io/inject=enabled');
@@ -162,7 +162,7 @@ spec:
 `;
     const [cron] = await explain(cronJob);
     expect(cron?.kind).toBe('cronjob');
-    expect(cron?.warnings).toEqual([expect.stringContaining('put it under spec.jobTemplate.spec.template.metadata.annotations')]);
+    expect(cron?.warnings).toEqual([expect.stringContaining('move it to spec.jobTemplate.spec.template.metadata.annotations')]);
     // A bare pod's own metadata is its template: nothing is misplaced there.
     expect((await explain(POD))[0]?.warnings).toEqual([]);
   });

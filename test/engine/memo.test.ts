@@ -33,7 +33,7 @@ describe('memoizeText', () => {
     expect(p.calls()).toBe(1);
   });
 
-  it('forgets everything once it holds as many texts as it may, and parses them again', () => {
+  it('forgets the text used least recently once it holds as many as it may, and parses it again', () => {
     const p = counted((t) => t.length);
     const parse = memoizeText(p.parse, 2);
     parse('a');

@@ -1,7 +1,7 @@
 /** The proxy container's environment, in the exact order Linkerd renders it. */
 import { copyPlain, pushAll, type EnvVar } from '../k8s.js';
 import { compareCodeUnits } from '../text.js';
-import { deepFreeze } from '../memo.js';
+import { deepFreeze, memoizeText } from '../memo.js';
 import type { LinkerdValues, ProxyParams } from '../values.js';
 
 export interface EnvInput {
@@ -49,17 +49,8 @@ function quote(value: unknown): string {
   return JSON.stringify(value);
 }
 
-const snakeCache = new Map<string, string>();
-
 /** camelCase → SNAKE_CASE as Sprig's snakecase does it for parameter names ("keepAliveInterval", "http2"). */
-export function snakeUpper(name: string): string {
-  let snake = snakeCache.get(name);
-  if (snake === undefined) {
-    snake = toSnakeUpper(name);
-    if (snakeCache.size < 1024) snakeCache.set(name, snake);
-  }
-  return snake;
-}
+export const snakeUpper = memoizeText(toSnakeUpper);
 
 function toSnakeUpper(name: string): string {
   return name
