@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { AdmissionRequest, AdmissionSources, HandledAdmission, PodIdentity } from '../admission/index.js';
-import { isWorkloadKind, misplacedText, names, podSecurityLabels, templateAnnotationsPath, type PodSecurityDefaults, type StartupRisk } from '../engine/index.js';
+import { isWorkloadKind, misplacedText, names, podSecurityLabels, templateAnnotationsPath, type Owner, type PodSecurityDefaults, type StartupRisk } from '../engine/index.js';
 import { FileConfigSource } from './config-files.js';
 import type { ConfigSource } from './config-source.js';
 import type { PendingEvent } from './events.js';
@@ -70,18 +70,21 @@ const SKIPPED_PREFIX = 'Linkerd sidecar proxy injection skipped: ';
 const nobodyAsked = (result: { reasons: ReadonlyArray<{ code: string }> }): boolean =>
   result.reasons.every((r) => r.code === 'injection_enable_annotation_absent');
 
-/** The workload an evaluated pod's events would go on: none for a dry run (no side effects), the policy "none" or Services. */
-function ownerOfEvents(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): ResolvedOwner | undefined {
+/**
+ * The workload an evaluated pod's events would go on (the owner the context resolved for it): none for a dry run (no
+ * side effects), the policy "none" or Services.
+ */
+function ownerOfEvents(handled: HandledAdmission, owner: ResolvedOwner | undefined, request: AdmissionRequest, policy: EventPolicy): ResolvedOwner | undefined {
   if (request.dryRun || policy === 'none' || handled.kind !== 'evaluated' || handled.result.kind !== 'pod') return undefined;
-  return handled.owner as ResolvedOwner | undefined;
+  return owner;
 }
 
 /**
  * The workload an evaluated pod's events go on, when the API server was seen to hold it, as Linkerd records events only
  * on owners it found: a review can name any owner, and a pod without one is not stored yet.
  */
-function eventTarget(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): ResolvedOwner | undefined {
-  const owner = ownerOfEvents(handled, request, policy);
+function eventTarget(handled: HandledAdmission, resolved: ResolvedOwner | undefined, request: AdmissionRequest, policy: EventPolicy): ResolvedOwner | undefined {
+  const owner = ownerOfEvents(handled, resolved, request, policy);
   return owner?.exists ? owner : undefined;
 }
 
@@ -90,8 +93,8 @@ function eventTarget(handled: HandledAdmission, request: AdmissionRequest, polic
  * workload (see eventTarget), with Linkerd's messages. With the "relevant" policy, pods that nobody asked to mesh get
  * none, unless their workload asks where the injector never looks (see misplacedEventFor, which says so).
  */
-export function eventFor(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): PendingEvent | undefined {
-  const owner = eventTarget(handled, request, policy);
+export function eventFor(handled: HandledAdmission, resolved: ResolvedOwner | undefined, request: AdmissionRequest, policy: EventPolicy): PendingEvent | undefined {
+  const owner = eventTarget(handled, resolved, request, policy);
   if (!owner || handled.kind !== 'evaluated') return undefined;
   const result = handled.result;
   if (result.outcome === 'injected') return { target: owner, type: 'Normal', reason: 'Injected', message: INJECTED_MESSAGE };
@@ -111,8 +114,8 @@ export function eventFor(handled: HandledAdmission, request: AdmissionRequest, p
  * A Warning, apart from Linkerd's own events, so that whatever watches Warning events sees the mistake; on the same
  * workloads as eventFor, under every policy but "none".
  */
-export function misplacedEventFor(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): PendingEvent | undefined {
-  const owner = eventTarget(handled, request, policy);
+export function misplacedEventFor(handled: HandledAdmission, resolved: ResolvedOwner | undefined, request: AdmissionRequest, policy: EventPolicy): PendingEvent | undefined {
+  const owner = eventTarget(handled, resolved, request, policy);
   if (!owner || handled.kind !== 'evaluated') return undefined;
   const result = handled.result;
   const text =
@@ -131,8 +134,8 @@ export function misplacedEventFor(handled: HandledAdmission, request: AdmissionR
  * MisplacedAnnotation Warning and whether InjectionSkipped is relevant depend on it. Undefined when the events can be
  * decided now, or there are none.
  */
-export function ownerToRead(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): ResolvedOwner | undefined {
-  const owner = ownerOfEvents(handled, request, policy);
+export function ownerToRead(handled: HandledAdmission, resolved: ResolvedOwner | undefined, request: AdmissionRequest, policy: EventPolicy): ResolvedOwner | undefined {
+  const owner = ownerOfEvents(handled, resolved, request, policy);
   if (!owner || owner.exists) return undefined;
   return owner.apiKind === 'StatefulSet' || owner.apiKind === 'DaemonSet' ? owner : undefined;
 }
@@ -188,8 +191,8 @@ const clip = (message: string): string => (message.length > MAX_MESSAGE ? `${mes
  * where `kubectl describe` shows them, next to the controller's own FailedCreate when the API server refuses the pod.
  * On the same workloads as eventFor, under every policy but "none".
  */
-export function riskEventFor(handled: HandledAdmission, request: AdmissionRequest, policy: EventPolicy): PendingEvent | undefined {
-  const owner = eventTarget(handled, request, policy);
+export function riskEventFor(handled: HandledAdmission, resolved: ResolvedOwner | undefined, request: AdmissionRequest, policy: EventPolicy): PendingEvent | undefined {
+  const owner = eventTarget(handled, resolved, request, policy);
   if (!owner || handled.kind !== 'evaluated') return undefined;
   const result = handled.result;
   if (result.outcome !== 'injected') return undefined;
@@ -296,30 +299,35 @@ export async function createContext(options: ContextOptions): Promise<InjectorCo
   });
 
   /** Linkerd's event for an admission, and the Warning for annotations its workload has where they do nothing. */
-  const recordEvents = (handled: HandledAdmission, request: AdmissionRequest): void => {
-    const event = eventFor(handled, request, options.events);
+  const recordEvents = (handled: HandledAdmission, owner: ResolvedOwner | undefined, request: AdmissionRequest): void => {
+    const event = eventFor(handled, owner, request, options.events);
     if (event) recorder.record(event);
-    const misplaced = misplacedEventFor(handled, request, options.events);
+    const misplaced = misplacedEventFor(handled, owner, request, options.events);
     if (misplaced) recorder.record(misplaced);
   };
 
-  /** The address of the review each owner was resolved for, so that a read made later for its events costs it. */
-  const askedBy = new WeakMap<ResolvedOwner, string>();
+  /**
+   * The owners this context resolved, by the object the handler was given, with the address of the review each was
+   * resolved for (a read made later for its events costs that address): events go only on a workload resolved here.
+   */
+  const resolved = new WeakMap<Owner, { owner: ResolvedOwner; client: string }>();
   const resolveOwner = async (request: AdmissionRequest, pod: PodIdentity, client: string): Promise<ResolvedOwner> => {
     const owner = await owners.resolve(pod, request.namespace ?? '', client);
-    askedBy.set(owner, client);
+    resolved.set(owner, { owner, client });
     return owner;
   };
 
   const onAdmitted = (handled: HandledAdmission, request: AdmissionRequest): void => {
-    const toRead = ownerToRead(handled, request, options.events);
-    if (toRead && handled.kind === 'evaluated') {
+    const known = handled.kind !== 'ignored' && handled.owner ? resolved.get(handled.owner) : undefined;
+    const owner = known?.owner;
+    const toRead = ownerToRead(handled, owner, request, options.events);
+    if (toRead) {
       // Read after the pod was answered, and never failing: a workload that cannot be read gets the event it had.
-      void owners.withOwnMetadata(toRead, askedBy.get(toRead)).then((owner) => recordEvents({ ...handled, owner }, request));
+      void owners.withOwnMetadata(toRead, known?.client).then((read) => recordEvents(handled, read, request));
     } else {
-      recordEvents(handled, request);
+      recordEvents(handled, owner, request);
     }
-    const risky = riskEventFor(handled, request, options.events);
+    const risky = riskEventFor(handled, owner, request, options.events);
     if (risky) recorder.record(risky);
   };
 

@@ -72,3 +72,21 @@ describe('the answer cache in a cluster', () => {
     expect(after.response.warnings?.some((w) => w.includes('limits.memory'))).toBe(true);
   });
 });
+
+describe('events in a cluster', () => {
+  it('go only on a workload the context itself resolved: an owner from another source, however alike, gets none', async () => {
+    const shop = { kind: 'Namespace', apiVersion: 'v1', metadata: { name: 'shop', annotations: {} } };
+    const { api, context } = await clusterContext({ lists: { '/api/v1/namespaces': [shop] }, read: replicaSet }, { events: 'all' });
+    const written = () => api.reads.filter((path) => path === '/api/v1/namespaces/shop/events').length;
+    const request = podOf(1);
+    const handled = await handleAdmission(request, context.sources);
+    expect(handled.kind === 'evaluated' && handled.owner).toMatchObject({ kind: 'deployment', name: 'web' });
+    // The same owner's fields in an object of its own, as another source would hand it.
+    context.onAdmitted({ ...handled, ...(handled.kind === 'evaluated' && handled.owner && { owner: { ...handled.owner } }) }, request);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(written()).toBe(0);
+    context.onAdmitted(handled, request);
+    for (let tries = 0; tries < 200 && written() === 0; tries++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(written()).toBe(1);
+  });
+});

@@ -24,17 +24,17 @@ async function admitted(object: Record<string, unknown>, opts: EventOptions) {
 
 async function event(object: Record<string, unknown>, opts: EventOptions = {}) {
   const { handled, request } = await admitted(object, opts);
-  return eventFor(handled, request, opts.policy ?? 'relevant');
+  return eventFor(handled, opts.owner ?? deployment, request, opts.policy ?? 'relevant');
 }
 
 async function misplacedEvent(object: Record<string, unknown>, opts: EventOptions = {}) {
   const { handled, request } = await admitted(object, opts);
-  return misplacedEventFor(handled, request, opts.policy ?? 'relevant');
+  return misplacedEventFor(handled, opts.owner ?? deployment, request, opts.policy ?? 'relevant');
 }
 
 async function riskEvent(object: Record<string, unknown>, opts: EventOptions = {}) {
   const { handled, request } = await admitted(object, opts);
-  return riskEventFor(handled, request, opts.policy ?? 'relevant');
+  return riskEventFor(handled, opts.owner ?? deployment, request, opts.policy ?? 'relevant');
 }
 
 const enabled = () => pod({ annotations: { 'linkerd.io/inject': 'enabled' } });
@@ -89,7 +89,7 @@ describe('eventFor', () => {
     const daemonSet: ResolvedOwner = { ...statefulSet, kind: 'daemonset', name: 'agent', apiKind: 'DaemonSet' };
     const toRead = async (object: Record<string, unknown>, opts: EventOptions) => {
       const { handled, request } = await admitted(object, opts);
-      return ownerToRead(handled, request, opts.policy ?? 'relevant');
+      return ownerToRead(handled, opts.owner ?? deployment, request, opts.policy ?? 'relevant');
     };
     expect(await toRead(pod(), { owner: statefulSet })).toBe(statefulSet);
     expect(await toRead(pod(), { owner: daemonSet, policy: 'all' })).toBe(daemonSet);
