@@ -60,7 +60,7 @@ runOnLoadCore(import.meta.url);
 
 const { answerBody, handleAdmission } = await import(join(root, 'dist', 'admission', 'handler.js'));
 const { TemplateAnswerLru } = await import(join(root, 'dist', 'admission', 'template-answer-lru.js'));
-const { reviewResponse, serializeReview } = await import(join(root, 'dist', 'admission', 'review.js'));
+const { serializeReview } = await import(join(root, 'dist', 'admission', 'review.js'));
 const { defaultValues, prepareConfig, withTrustAnchors } = await import(join(root, 'dist', 'engine', 'index.js'));
 
 const anchors = readFileSync(join(root, 'examples', 'trust-anchors.pem'), 'utf8');
@@ -72,7 +72,7 @@ const sources = { config: () => config, namespaceAnnotations: () => undefined };
 async function expectedAnswer(body) {
   const review = JSON.parse(body);
   const handled = await handleAdmission(review.request, sources);
-  return reviewResponse(review.apiVersion, handled.response);
+  return { apiVersion: review.apiVersion, kind: 'AdmissionReview', response: handled.response };
 }
 
 /**

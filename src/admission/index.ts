@@ -11,7 +11,7 @@ export {
   type AdmissionFailureCode,
   type SourceFailureCode,
 } from './failures.js';
-export { ReviewError, allowed, boundedWarnings, denied, parseReview, patched, reviewResponse, encodeResponseTail, reviewHeadOf, serializeReview, type ParsedReview } from './review.js';
+export { ReviewError, allowed, boundedWarnings, denied, parseReview, patched, encodeResponseTail, reviewHeadOf, serializeReview, type ParsedReview } from './review.js';
 export type {
   AdmissionApiVersion,
   AdmissionRequest,

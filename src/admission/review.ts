@@ -5,7 +5,6 @@ import {
   type AdmissionApiVersion,
   type AdmissionRequest,
   type AdmissionResponse,
-  type AdmissionReview,
 } from './types.js';
 
 /** A request the webhook cannot answer: the HTTP status and a one-line reason. */
@@ -103,11 +102,6 @@ export function patched(uid: string, patch: string, warnings?: string[]): Admiss
  */
 export function denied(uid: string, message: string, code = 500): AdmissionResponse {
   return { uid, allowed: false, status: { code, message } };
-}
-
-/** The review that answers a request: the caller's apiVersion and kind, and the response. */
-export function reviewResponse(apiVersion: AdmissionApiVersion, response: AdmissionResponse): AdmissionReview {
-  return { apiVersion, kind: 'AdmissionReview', response };
 }
 
 /** The JSON of a response's fields after its uid and before its patch (`,"allowed":...`). */

@@ -170,8 +170,7 @@ export const PROXY_FLAGS: readonly ProxyFlag[] = [
   }),
 ];
 
-/** Linkerd's default image registry, and the variable that changes it as --registry does. */
-export const DEFAULT_REGISTRY = 'cr.l5d.io/linkerd';
+/** The variable that changes the image registry as --registry does. */
 export const REGISTRY_ENV = 'LINKERD_DOCKER_REGISTRY';
 
 /** An image name moved to another registry, as Linkerd does it: the registry replaces everything before the last "/". */

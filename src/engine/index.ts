@@ -22,7 +22,7 @@ export type { LinkerdValues } from './values.js';
 export { iptablesPlan } from './iptables.js';
 export type { IptablesPlan } from './iptables.js';
 export { escapePointer } from './patch.js';
-export type { AddOperation, PatchOperation } from './patch.js';
+export type { AddOperation } from './patch.js';
 export { WORKLOAD_KINDS, locate, templatePrefix } from './workload.js';
 export { uninject, type RemoveOperation, type Removed, type Uninjected, type UninjectOptions } from './uninject.js';
 export type { WorkloadKind } from './workload.js';

@@ -8,7 +8,6 @@ export interface AddOperation {
   path: string;
   value: Json;
 }
-export type PatchOperation = AddOperation;
 
 /** Escapes one JSON-pointer reference token (RFC 6901): "~" as "~0", then "/" as "~1". */
 export function escapePointer(token: string): string {

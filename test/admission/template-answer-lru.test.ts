@@ -8,9 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { TemplateAnswerLru, type AnswerQuestion } from '../../src/admission/template-answer-lru.js';
 import { answerBody, handleAdmission, type AdmissionSources } from '../../src/admission/handler.js';
-import { encodeResponseTail, parseReview, reviewHeadOf, reviewResponse, serializeReview } from '../../src/admission/review.js';
+import { encodeResponseTail, parseReview, reviewHeadOf, serializeReview } from '../../src/admission/review.js';
 import { inject, type InjectorConfig } from '../../src/engine/index.js';
-import { admissionReview, decodedPatch } from '../support/admission.js';
+import { admissionReview, decodedPatch, reviewResponse } from '../support/admission.js';
 import { pod, testConfig } from '../support/engine.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

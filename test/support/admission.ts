@@ -1,5 +1,6 @@
 /** Builders for AdmissionReviews as kube-apiserver sends them, and decoding what the webhook returns. */
 import { randomUUID } from 'node:crypto';
+import type { AdmissionApiVersion, AdmissionResponse, AdmissionReview } from '../../src/admission/types.js';
 import type { AddOperation } from '../../src/engine/patch.js';
 
 export interface ReviewOptions {
@@ -30,6 +31,11 @@ export function admissionReview(object: unknown, opts: ReviewOptions = {}): Reco
       options: { apiVersion: 'meta.k8s.io/v1', kind: 'CreateOptions' },
     },
   };
+}
+
+/** The review that answers a request, as an object: the caller's apiVersion and kind, and the response. */
+export function reviewResponse(apiVersion: AdmissionApiVersion, response: AdmissionResponse): AdmissionReview {
+  return { apiVersion, kind: 'AdmissionReview', response };
 }
 
 /** The JSON patch inside an AdmissionReview response, decoded from base64. */
