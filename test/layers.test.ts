@@ -59,6 +59,30 @@ function violations(): string[] {
   return out;
 }
 
+/** The import cycles among src's files, each as the files around it (type-only imports count: they tie files too). */
+function cycles(): string[] {
+  const edges = new Map<string, string[]>();
+  for (const file of sourceFiles(SRC)) {
+    const targets = importsOf(readFileSync(file, 'utf8')).map((specifier) => resolve(dirname(file), specifier).replace(/\.js$/, '.ts'));
+    edges.set(file, targets);
+  }
+  const found = new Set<string>();
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (file: string): void => {
+    state.set(file, 'open');
+    path.push(file);
+    for (const next of edges.get(file) ?? []) {
+      if (state.get(next) === 'open') found.add([...path.slice(path.indexOf(next)), next].map((f) => relative(SRC, f)).join(' -> '));
+      else if (!state.has(next) && edges.has(next)) visit(next);
+    }
+    path.pop();
+    state.set(file, 'done');
+  };
+  for (const file of edges.keys()) if (!state.has(file)) visit(file);
+  return [...found];
+}
+
 describe('layers', () => {
   it('every folder under src is a known layer', () => {
     const folders = readdirSync(SRC, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
@@ -67,6 +91,10 @@ describe('layers', () => {
 
   it('imports point from the front ends to admission to the engine, through index files, never back', () => {
     expect(violations()).toEqual([]);
+  });
+
+  it('no file imports another that imports it back, directly or in a circle', () => {
+    expect(cycles()).toEqual([]);
   });
 
   it('the import reader finds every form of import', () => {

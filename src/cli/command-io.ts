@@ -1,8 +1,19 @@
 /** What the manifest commands share: how they are given stdin and a directory, and how they report failure. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { UsageError } from './inject-flags.js';
 import type { OutputFormat } from '../manifests/index.js';
-import type { UrlOptions } from './remote-inputs.js';
+
+/** A command line the command cannot take: said with the usage, exit 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+export interface UrlOptions {
+  /** Certificates (PEM) trusted besides the system's; the process itself also honours NODE_EXTRA_CA_CERTS. */
+  ca?: string;
+  /** The deadline for one URL, redirects included, in milliseconds (30 s); tests shorten it. */
+  timeoutMs?: number;
+}
+
 
 
 /** Where a command reads stdin and resolves relative paths; the CLI passes the process's, tests pass their own. */

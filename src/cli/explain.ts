@@ -28,8 +28,8 @@ import {
   type Container,
   type PodSpec,
 } from '../engine/index.js';
-import { failure, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
-import { UsageError, annotationsFor, flagAnnotations, parseManifestArgs, podSecurityFlags, type FlagAnnotations, type ParsedOptions } from './inject-flags.js';
+import { failure, runOnProcess, UsageError, usageFailure, type CliIo, type CliResult } from './command-io.js';
+import { annotationsFor, flagAnnotations, parseManifestArgs, podSecurityFlags, type FlagAnnotations, type ParsedOptions } from './inject-flags.js';
 import { annotationOps, configure, EMBEDDED_DEFAULTS_NOTE, notAnObjectText, type Configured } from './inject.js';
 import { applyToValue, InputError, listItems, readDocuments } from '../manifests/index.js';
 import { inputReader } from './remote-inputs.js';

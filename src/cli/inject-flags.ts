@@ -3,13 +3,9 @@
  * the `config.linkerd.io/*` annotation it stands for.
  */
 import { INBOUND_POLICIES, names, POD_SECURITY_LEVELS, refusal, type LinkerdValues, type PodSecurityDefaults } from '../engine/index.js';
-import { parseCommandArgs } from './command-io.js';
+import { parseCommandArgs, UsageError } from './command-io.js';
 
 const { ANNOTATIONS, INJECT_ANNOTATION, INJECT_INGRESS, NAMESPACE_INHERITED_ANNOTATIONS } = names;
-
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
 
 /** A repeatable flag's values, each of which may also be a comma-separated list: trimmed, empty ones dropped. */
 export function listFlag(values: unknown): string[] {

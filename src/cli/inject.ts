@@ -31,7 +31,6 @@ import {
 } from '../engine/index.js';
 import {
   INJECT_HELP,
-  UsageError,
   annotationsFor,
   flagAnnotations,
   parseManifestArgs,
@@ -43,6 +42,7 @@ import {
   outputFormat,
   outputResult,
   runOnProcess,
+  UsageError,
   usageFailure,
   type CliIo,
   type CliResult,

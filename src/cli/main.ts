@@ -2,7 +2,7 @@
 /** The `proxy-injector` command line: dispatches to subcommands. */
 import { DEFAULT_LINKERD_VERSION } from '../engine/index.js';
 import { usageText } from './command-io.js';
-import { UsageError } from './inject-flags.js';
+import { UsageError } from './command-io.js';
 import { packageVersion } from './package-info.js';
 
 const USAGE = `Usage: proxy-injector <command> [options]

@@ -3,7 +3,7 @@
  * code that will run in the cluster, and plain HTTP lets anyone on the path change it.
  */
 import { get } from 'node:https';
-import { stdinReader, type CliIo } from './command-io.js';
+import { stdinReader, type CliIo, type UrlOptions } from './command-io.js';
 import { InputError, type ReadIo } from '../manifests/index.js';
 
 /**
@@ -14,13 +14,6 @@ const MAX_BYTES = 64 * 1024 * 1024;
 const TIMEOUT_MS = 30_000;
 /** As Go's http.Get, which `linkerd inject` uses. */
 const MAX_REDIRECTS = 10;
-
-export interface UrlOptions {
-  /** Certificates (PEM) trusted besides the system's; the process itself also honours NODE_EXTRA_CA_CERTS. */
-  ca?: string;
-  /** The deadline for one URL, redirects included, in milliseconds (30 s); tests shorten it. */
-  timeoutMs?: number;
-}
 
 /** An argument that names a URL (scheme and host), rather than a file or directory. */
 export function isUrl(arg: string): boolean {

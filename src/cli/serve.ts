@@ -5,8 +5,8 @@ import { connectToCluster, createContext, type EventPolicy } from '../cluster/in
 import { parseGoDuration } from '../engine/index.js';
 import { createLogger, InjectorMetrics, ListenError, LOG_LEVELS, parseListenAddress, startServer, type LogFormat, type RunningServer, type ServerLimits } from '../server/index.js';
 import { pathProblemText } from '../manifests/index.js';
-import { parseCommandArgs } from './command-io.js';
-import { UsageError, listFlag, podSecurityFlags } from './inject-flags.js';
+import { parseCommandArgs, UsageError } from './command-io.js';
+import { listFlag, podSecurityFlags } from './inject-flags.js';
 
 /** How long a stopped server waits for its last log lines to be written before it exits regardless. */
 const LOG_DRAIN_MS = 50;

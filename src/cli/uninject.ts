@@ -1,6 +1,6 @@
 /** `proxy-injector uninject`: takes Linkerd's proxy, init container, volumes and metadata out of manifests. */
 import { defaultValues, isEngineError, isObject, objectName, uninject, type Removed } from '../engine/index.js';
-import { UsageError } from './inject-flags.js';
+import { UsageError } from './command-io.js';
 import { notAnObject, valuesFile } from './inject.js';
 import { failure, outputFormat, outputResult, parseCommandArgs, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { InputError, transformInputs, type ObjectChange, type OutputFormat } from '../manifests/index.js';

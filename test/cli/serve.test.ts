@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { runExplain } from '../../src/cli/explain.js';
-import { UsageError } from '../../src/cli/inject-flags.js';
+import { UsageError } from '../../src/cli/command-io.js';
 import { SERVE_HELP, envArgs, runServe } from '../../src/cli/serve.js';
 import { parseListenAddress } from '../../src/server/start.js';
 
