@@ -90,7 +90,7 @@ export class TemplateAnswerLru {
   /**
    * The controllers (by uid) that made a pod already: a controller's first pod is answered without a key and kept
    * nowhere, since most controllers make a single pod of a template (a Job, a CronJob's run, a Deployment of one
-   * replica) and keying and keeping an answer nobody asks for again cost a third of answering such a pod.
+   * replica), and keying and keeping an answer nobody asks for again costs more than it saves.
    */
   private readonly controllers = new LRUCache<string, true>({ maxSize: CONTROLLERS_MAX_BYTES, sizeCalculation: (_, uid) => 2 * uid.length + 64 });
   /** A number for each configuration object seen, part of every key: a new configuration never meets an old answer. */

@@ -3,9 +3,9 @@
  *
  * The credentials a pod or a simple kubeconfig carries (a service-account token that the kubelet rotates, a bearer
  * token or token file, a client certificate, a user name and password) are applied here, without the Kubernetes
- * client: loading it costs more memory than the rest of the server and most of a second, because its KubeConfig pulls
- * in every generated API and model. A kubeconfig whose user needs more (an exec plugin, an auth provider, impersonation) or whose cluster
- * goes through a proxy is handed to the client's KubeConfig, loaded only then, which applies its credentials to each
+ * client: loading it costs more memory and start-up time than the rest of the server, because its KubeConfig pulls in
+ * every generated API and model. A kubeconfig whose user needs more (an exec plugin, an auth provider, impersonation)
+ * or whose cluster goes through a proxy is handed to the client's KubeConfig, loaded only then, which applies its credentials to each
  * request.
  */
 import { createPrivateKey, X509Certificate } from 'node:crypto';

@@ -149,8 +149,8 @@ export function pushAll<T>(out: T[], items: readonly T[]): void {
 }
 
 /**
- * A deep copy of plain JSON-like data (objects, arrays, scalars). Several times faster than `structuredClone` on the
- * values tree, which matters because every admission copies it.
+ * A deep copy of plain JSON-like data (objects, arrays, scalars), for the parts of the values a rendered container takes
+ * and may then be changed: faster than `structuredClone`, which also copies what JSON has no form for.
  */
 export function copyPlain<T>(value: T): T {
   if (Array.isArray(value)) return value.map(copyPlain) as T;

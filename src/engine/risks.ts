@@ -369,7 +369,6 @@ function completionRisk(what: string, apps: readonly Container[], proxy: Linkerd
   };
 }
 
-/** The start-up risks of a pod about to be injected with `values`, in the order the pod would meet them. */
 /** What the injector adds to a pod, by name: its containers and volumes. */
 export interface AddedNames {
   initContainers: readonly string[];
@@ -407,6 +406,7 @@ export function takenNameRisks(spec: PodSpec, added: AddedNames, volumes: readon
   return risks;
 }
 
+/** The start-up risks of a pod about to be injected with `values`, in the order the pod would meet them. */
 export function startupRisks(input: StartupRiskInput): StartupRisk[] {
   const { spec, values } = input;
   const { proxy } = values;

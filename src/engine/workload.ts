@@ -66,8 +66,8 @@ export function objectName(object: unknown): string {
 
 /**
  * Annotation and label maps as strings, the way the API server stores them (YAML `true` becomes "true"). A map whose
- * values are all strings already (every map from the API server) is returned as it is, not copied: copying a map of
- * a thousand annotations into a new object cost hundreds of microseconds, several times per admission.
+ * values are all strings already (every map from the API server) is returned as it is, not copied: an admission reads
+ * the maps several times, and a pod may carry thousands of annotations.
  */
 export function stringMap(value: unknown): Readonly<Record<string, string>> {
   if (!isObject(value)) return {};
@@ -124,7 +124,7 @@ const asString = (v: unknown): string =>
 
 /**
  * One entry of an annotation or label map, as `stringMap` would read it, without a pass over the others (a pass over
- * a map of a thousand annotations costs a hundred microseconds or more); undefined when the map does not have it.
+ * a pod may carry thousands of annotations); undefined when the map does not have it.
  */
 export function mapValue(map: unknown, key: string): string | undefined {
   return isObject(map) && Object.hasOwn(map, key) ? asString(map[key]) : undefined;

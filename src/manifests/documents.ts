@@ -644,10 +644,6 @@ function nothingIn(group: InputGroup, bytes: number): string {
 }
 
 /**
- * Every document of every input, one at a time, in order: each is parsed only when the previous one has been used.
- * What the user should know about the input (duplicate keys, arguments that held no objects) goes to `warnings`.
- */
-/**
  * What a text is when it is plainly no manifest: a binary file (a NUL, or UTF-8 it is not) or an HTML or XML page,
  * which the YAML reader would otherwise report as a syntax error at some line.
  */
@@ -658,6 +654,10 @@ export function notManifestText(text: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Every document of every input, one at a time, in order: each is parsed only when the previous one has been used.
+ * What the user should know about the input (duplicate keys, arguments that held no objects) goes to `warnings`.
+ */
 export async function* readDocuments(args: readonly string[], io: ReadIo, warnings: string[]): AsyncGenerator<Manifest> {
   const options: ReadOptions = { fast: io.fastReader ?? true };
   const stdin: { text?: string } = {};

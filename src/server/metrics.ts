@@ -73,7 +73,7 @@ const UNCONFIGURED: readonly string[] = CONFIG_LABELS.map(() => '');
 
 /**
  * The key of a label set: its open labels, then only the configuration labels that are set, by position. Most are
- * unset, and a key of the set ones alone is a third as long to build and to hash on every admission.
+ * unset, and a key of the set ones alone is shorter to build and to hash on every admission.
  */
 function labelKey(open: OpenLabels, annotationAt: string): string {
   let key = `${open.owner}\u0001${open.namespace}\u0001${annotationAt}`;
