@@ -94,6 +94,10 @@ export class PodNetwork {
         ],
       );
       ipBatch(['-n', net.peer], interfaceSetUp([PEER_IP, PEER_SECOND_IP], PEER_IP6));
+      // A new namespace inherits the host's IPv4 forwarding, which a kubelet or container runtime turns on: the peer
+      // would then answer traffic for the outside with "network unreachable" instead of dropping it, as a cluster
+      // without egress does.
+      net.exec(net.peer, ['sh', '-c', 'echo 0 > /proc/sys/net/ipv4/ip_forward']);
     } catch (error) {
       net.destroy();
       throw error;
