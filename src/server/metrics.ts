@@ -189,6 +189,12 @@ export class InjectorMetrics {
     'Changes of the Linkerd configuration seen after the first load, by result (applied or refused).',
     ['result'],
   );
+  /** Serving key pairs seen on disk after the first, by whether they were applied or refused. */
+  readonly certificateReloads = new DeferredCounter(
+    'proxy_inject_certificate_reloads_total',
+    'Serving certificate and key pairs seen on disk after the first, by result (applied or refused; a refused pair keeps the one in use).',
+    ['result'],
+  );
   /** Restarts of the watches that feed the caches, by cache and why. */
   readonly watchRestarts = new DeferredCounter(
     'proxy_inject_watch_restarts_total',
@@ -215,7 +221,7 @@ export class InjectorMetrics {
     this.registry ??= import('prom-client').then(({ Counter, Registry, collectDefaultMetrics }) => {
       const registry = new Registry();
       if (this.options.processMetrics !== false) collectDefaultMetrics({ register: registry });
-      for (const deferred of [this.requests, this.responses, this.failures, this.refusals, this.configReloads, this.watchRestarts, this.namespaceLookups, this.events]) {
+      for (const deferred of [this.requests, this.responses, this.failures, this.refusals, this.configReloads, this.certificateReloads, this.watchRestarts, this.namespaceLookups, this.events]) {
         const counter: Counter = new Counter({
           name: deferred.name,
           help: deferred.help,

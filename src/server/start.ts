@@ -140,7 +140,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     dir: options.tlsDir,
     logger,
     pollIntervalMs: options.tlsPollMs ?? 10_000,
-    onUpdate: (next) => webhook.server.setSecureContext({ key: next.key, cert: next.cert, minVersion: options.tlsMinVersion, ciphers: TLS_CIPHERS }),
+    onUpdate: (next) => {
+      webhook.server.setSecureContext({ key: next.key, cert: next.cert, minVersion: options.tlsMinVersion, ciphers: TLS_CIPHERS });
+      metrics.certificateReloads.inc({ result: 'applied' });
+    },
+    onRefused: () => metrics.certificateReloads.inc({ result: 'refused' }),
   });
   reloader.start();
 

@@ -22,6 +22,8 @@ export interface ReloaderOptions {
   logger: TlsLogger;
   /** Called with a validated new pair whenever the bytes on disk change to a valid pair. */
   onUpdate: (pair: ValidatedKeyPair) => void;
+  /** Called once for each pair on disk that is refused (it is logged once too). */
+  onRefused?: () => void;
   /** Polling interval as a safety net, ms (default 10_000). 0 disables polling. */
   pollIntervalMs?: number;
   /** Debounce for watch events, ms (default 100). */
@@ -44,6 +46,7 @@ export class CertificateReloader {
   private readonly dir: string;
   private readonly logger: TlsLogger;
   private readonly onUpdate: (pair: ValidatedKeyPair) => void;
+  private readonly onRefused: (() => void) | undefined;
   private readonly pollIntervalMs: number;
   private readonly debounceMs: number;
   private readonly useWatch: boolean;
@@ -70,6 +73,7 @@ export class CertificateReloader {
     this.dir = options.dir;
     this.logger = options.logger;
     this.onUpdate = options.onUpdate;
+    this.onRefused = options.onRefused;
     this.pollIntervalMs = options.pollIntervalMs ?? 10_000;
     this.debounceMs = options.debounceMs ?? 100;
     this.useWatch = options.watch ?? true;
@@ -184,6 +188,7 @@ export class CertificateReloader {
     this.lastRefusal = signature;
     const details = { dir: this.dir, code: isTlsError(err) ? err.code : undefined, reason: oneLine(err) };
     this.logger[level](details, 'refusing to reload TLS key pair; keeping the current one');
+    this.onRefused?.();
   }
 
   private armWatcher(recheck: boolean): void {

@@ -16,6 +16,9 @@ import { applied, names, OTHER_TRUST_ANCHOR, pod, TRUST_ANCHORS } from '../suppo
 import { httpGet, httpsPost, leafSignedBy, pipelineReviews, reviewRequest, writePair } from '../support/https.js';
 
 const silent = pino({ level: 'silent' });
+/** What the server of 'over HTTPS' logs, at warn and above. */
+const logged: string[] = [];
+const watching = pino({ level: 'warn' }, { write: (line: string) => logged.push(line) });
 
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -25,7 +28,7 @@ async function until(condition: () => boolean | Promise<boolean>, timeoutMs: num
   }
 }
 
-async function start(dir: string, tlsMinVersion: 'TLSv1.2' | 'TLSv1.3' = 'TLSv1.3'): Promise<RunningServer> {
+async function start(dir: string, tlsMinVersion: 'TLSv1.2' | 'TLSv1.3' = 'TLSv1.3', logger = silent): Promise<RunningServer> {
   writeFileSync(join(dir, 'trust-anchors.pem'), TRUST_ANCHORS);
   // Polling is off, so the source holds no timer and needs no closing.
   const config = new FileConfigSource({ trustAnchorsPath: join(dir, 'trust-anchors.pem'), controlPlaneNamespace: 'linkerd', logger: silent, pollMs: 0 });
@@ -36,7 +39,7 @@ async function start(dir: string, tlsMinVersion: 'TLSv1.2' | 'TLSv1.3' = 'TLSv1.
     tlsSans: ['proxy-injector.linkerd.svc'],
     tlsMinVersion,
     sources: { config: () => config.current(), namespaceAnnotations: () => undefined },
-    logger: silent,
+    logger,
     shutdownDelayMs: 0,
     shutdownTimeoutMs: 5000,
     tlsPollMs: 200,
@@ -51,7 +54,7 @@ describe('over HTTPS', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'proxy-injector-https-'));
-    server = await start(dir);
+    server = await start(dir, 'TLSv1.3', watching);
     ca = readFileSync(join(dir, 'tls', 'ca.crt'), 'utf8');
   });
 
@@ -152,8 +155,12 @@ describe('over HTTPS', () => {
     // A broken pair (a third certificate with an unrelated key) must be refused: the server keeps the last good one.
     const third = await leafSignedBy(join(dir, 'tls'));
     const unrelated = await leafSignedBy(join(dir, 'tls'));
+    const refused = async () => /^proxy_inject_certificate_reloads_total\{result="refused"\} 1$/m.test((await httpGet(`${server.adminUrl}/metrics`)).body);
+    expect(await refused()).toBe(false);
     writePair(join(dir, 'tls'), { cert: third.cert, key: unrelated.key });
-    await new Promise((r) => setTimeout(r, 800));
+    // Seen and counted (and logged, with it), not merely left unread.
+    await until(refused, 5000);
+    expect(logged.some((l) => l.includes('refusing to reload TLS key pair'))).toBe(true);
     seen.clear();
     await new Promise((r) => setTimeout(r, 300));
     stop = true;
@@ -162,6 +169,7 @@ describe('over HTTPS', () => {
     expect(failures).toBe(0);
     expect(requests).toBeGreaterThan(10);
     expect([...seen]).toEqual([nextFingerprint]);
+    expect((await httpGet(`${server.adminUrl}/metrics`)).body).toMatch(/^proxy_inject_certificate_reloads_total\{result="applied"\} 1$/m);
   });
 });
 
