@@ -11,7 +11,8 @@
 import { EngineError } from './errors.js';
 import { pushAll, type Container } from './k8s.js';
 import { INIT_CONTAINER } from './names.js';
-import { parseGoBool, parseGoInt, parsePortRange, type PortRange } from './parsers.js';
+import { parseCidr, parseGoBool, parseGoInt, parsePortRange, trimGoSpace } from './parsers.js';
+import type { Cidr, PortRange } from './parsers.js';
 
 /**
  * The nat table after linkerd-init ran: the chain lines, then the `-A` lines, as `iptables-save -t nat` prints them
@@ -98,8 +99,9 @@ export function iptablesPlan(init: Container): IptablesPlan {
   validate(options);
   if (options.help || options.simulate) return { ipv4: [], ipv6: [] };
   return {
-    ipv4: tableRules(options, 4),
-    ipv6: options.ipv6 ? tableRules(options, 6) : [],
+    ipv4: tableRules(options),
+    // The same rules: with ip6tables on, validate() has refused any subnet, the one thing that could differ.
+    ipv6: options.ipv6 ? tableRules(options) : [],
   };
 }
 
@@ -214,13 +216,25 @@ function set(options: InitOptions, seen: Set<string>, name: string, value: strin
 }
 
 /**
- * A string-list flag value as pflag splits it: one CSV record, items not trimmed. Quoted items and multi-line values
- * are refused rather than guessed at; Linkerd renders neither.
+ * A string-list flag value as pflag reads it: the first record of a CSV text (blank lines before it skipped, a line
+ * break or a final carriage return ending it), cut at commas, items not trimmed. Quoted items are refused rather than
+ * guessed at; Linkerd renders none.
  */
 function csvRecord(value: string, bad: (why: string) => EngineError): string[] {
+  const items = listItems(value);
+  if (typeof items === 'string') throw bad(items);
+  return items;
+}
+
+/** `csvRecord`'s items, or why pflag refuses the value. */
+function listItems(value: string): string[] | string {
   if (value === '') return [];
-  if (/["\r\n]/.test(value)) throw bad('quotes and line breaks are not supported in a list');
-  return value.split(',');
+  if (value.includes('"')) return 'quotes are not supported in a list';
+  for (const line of value.split('\n')) {
+    const record = line.endsWith('\r') ? line.slice(0, -1) : line;
+    if (record !== '') return record.split(',');
+  }
+  return 'EOF (every line of it is blank)';
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -240,9 +254,8 @@ function validate(o: InitOptions): void {
   }
   if (!isPort(o.inboundPort)) throw invalid('--incoming-proxy-port must be a valid TCP port number');
   if (!isPort(o.outboundPort)) throw invalid('--outgoing-proxy-port must be a valid TCP port number');
-  for (const subnet of o.subnetsToIgnore) {
-    if (!parseCidr(subnet.trim())) throw invalid(`${subnet.trim()} is not a valid CIDR address`);
-  }
+  const subnets = subnetItemsRefusal(o.subnetsToIgnore, o.ipv6);
+  if (subnets !== undefined) throw invalid(`${subnets}, so linkerd-init would fail`);
   // Checks iptables itself makes; a failing command stops proxy-init half-way, so the plan refuses them up front.
   for (const port of o.portsToRedirect) {
     if (!isPort(port)) throw invalid(`iptables would refuse --ports-to-redirect port ${port}`);
@@ -253,19 +266,25 @@ function validate(o: InitOptions): void {
     ['--inbound-ports-to-ignore', o.inboundPortsToIgnore],
     ['--outbound-ports-to-ignore', o.outboundPortsToIgnore],
   ] as const) {
-    // proxy-init drops items it cannot read, but with none left it still writes a rule with no ports, which fails.
-    if (list.length > 0 && multiportGroups(list).some((g) => g.length === 0)) {
-      throw invalid(`${flag} ${JSON.stringify(list.join(','))} has no valid port, and iptables refuses an empty port list`);
-    }
+    const refused = portItemsRefusal(flag, list);
+    if (refused !== undefined) throw invalid(refused);
   }
 }
 
 const isPort = (n: number): boolean => Number.isInteger(n) && n >= 0 && n <= 65535;
 
+function portItemsRefusal(flag: string, list: readonly string[]): string | undefined {
+  // proxy-init drops items it cannot read, but with none left it still writes a rule with no ports, which fails.
+  if (list.length > 0 && multiportGroups(list).some((g) => g.length === 0)) {
+    return `${flag} ${JSON.stringify(list.join(','))} has no valid port, and iptables refuses an empty port list`;
+  }
+  return undefined;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Rules
 
-function tableRules(o: InitOptions, family: 4 | 6): string[] {
+function tableRules(o: InitOptions): string[] {
   const comment = (text: string): string => `-m comment --comment ${quote(`proxy-init/${text}`)}`;
   const ignorePorts = (chain: string, list: readonly string[]): string[] =>
     multiportGroups(list).map((group) => {
@@ -275,9 +294,8 @@ function tableRules(o: InitOptions, family: 4 | 6): string[] {
 
   const redirect: string[] = [...ignorePorts(REDIRECT_CHAIN, o.inboundPortsToIgnore)];
   for (const raw of o.subnetsToIgnore) {
-    const subnet = raw.trim();
-    const source = sourceMatch(subnet, family);
-    redirect.push(`-A ${REDIRECT_CHAIN}${source} ${comment(`ignore-subnet-${subnet}`)} -j RETURN`);
+    const subnet = trimGoSpace(raw);
+    redirect.push(`-A ${REDIRECT_CHAIN}${sourceMatch(subnet)} ${comment(`ignore-subnet-${subnet}`)} -j RETURN`);
   }
   if (o.portsToRedirect.length === 0) {
     redirect.push(
@@ -353,94 +371,69 @@ function multiportGroups(list: readonly string[]): string[][] {
 // ---------------------------------------------------------------------------------------------------------------
 // Subnets
 
-interface Cidr {
-  family: 4 | 6;
-  /** 4 or 16 bytes. */
-  bytes: number[];
-  bits: number;
+/**
+ * Why linkerd-init would stop on this `--subnets-to-ignore` value, or undefined: pflag refuses it, or proxy-init
+ * refuses an item that is not a CIDR once trimmed; then, when `ipv6` says whether ip6tables runs too, iptables or
+ * ip6tables refuses a subnet's rule.
+ */
+export function subnetsRefusal(value: string, ipv6?: boolean): string | undefined {
+  const items = listItems(value);
+  if (typeof items === 'string') return `invalid argument ${JSON.stringify(value)} for --subnets-to-ignore: ${items}`;
+  return subnetItemsRefusal(items, ipv6);
+}
+
+function subnetItemsRefusal(items: readonly string[], ipv6?: boolean): string | undefined {
+  const subnets: Array<{ subnet: string; cidr: Cidr }> = [];
+  for (const item of items) {
+    const subnet = trimGoSpace(item);
+    const cidr = parseCidr(subnet);
+    if (!cidr) return `${subnet} is not a valid CIDR address`;
+    subnets.push({ subnet, cidr });
+  }
+  if (ipv6 === undefined) return undefined;
+  // iptables runs every rule first, then ip6tables, each refusing the other family's addresses.
+  for (const family of ipv6 ? ([4, 6] as const) : ([4] as const)) {
+    for (const { subnet, cidr } of subnets) {
+      if (cidr.family !== family) {
+        const tool = family === 4 ? 'iptables' : 'ip6tables';
+        return (
+          `${tool} refuses the IPv${cidr.family} subnet ${subnet} from --subnets-to-ignore` +
+          (family === 6 ? ' (proxy-init gives every subnet to both iptables and ip6tables unless --ipv6=false)' : '')
+        );
+      }
+      if (iptablesPrefix(cidr) === undefined) {
+        return (
+          `iptables reads the prefix length of ${subnet} from --subnets-to-ignore as octal (it starts with 0) ` +
+          'and refuses it'
+        );
+      }
+    }
+  }
+  return undefined;
 }
 
 /**
- * `-s NETWORK/BITS` as iptables-save prints it (the address masked to its prefix), or nothing for a /0. proxy-init
- * hands every subnet to iptables, then to ip6tables too unless `--ipv6=false`; each tool refuses the other family's
- * addresses, which stops linkerd-init with an error. So an IPv6 subnet always fails (iptables runs first), and with
- * ip6tables on, so does an IPv4 one.
+ * A prefix length as iptables reads it, with C's strtoul in base 0: a leading 0 makes it octal, so "010" is 8 and "08"
+ * is refused, where Go reads both in decimal (an octal reading is the smaller, so it stays in range). Undefined when
+ * iptables refuses it.
  */
-function sourceMatch(subnet: string, family: 4 | 6): string {
+function iptablesPrefix(cidr: Cidr): number | undefined {
+  const { prefix } = cidr;
+  if (prefix.length === 1 || !prefix.startsWith('0')) return cidr.bits;
+  return /^[0-7]+$/.test(prefix) ? parseInt(prefix, 8) : undefined;
+}
+
+/**
+ * `-s NETWORK/BITS` as iptables-save prints it (the address masked to its prefix as iptables reads it), or nothing for
+ * a /0. Only IPv4 subnets get here: `validate` refuses the rest.
+ */
+function sourceMatch(subnet: string): string {
   const cidr = parseCidr(subnet) as Cidr;
-  if (cidr.family !== family) {
-    const tool = family === 4 ? 'iptables' : 'ip6tables';
-    throw invalid(
-      `${tool} refuses the IPv${cidr.family} subnet ${subnet} from --subnets-to-ignore, so linkerd-init would fail` +
-        (family === 6 ? ' (proxy-init gives every subnet to both iptables and ip6tables unless --ipv6=false)' : ''),
-    );
-  }
-  if (cidr.bits === 0) return '';
+  const bits = iptablesPrefix(cidr) as number;
+  if (bits === 0) return '';
   const masked = cidr.bytes.map((b, i) => {
-    const keep = Math.max(0, Math.min(8, cidr.bits - i * 8));
+    const keep = Math.max(0, Math.min(8, bits - i * 8));
     return b & ((0xff << (8 - keep)) & 0xff);
   });
-  return ` -s ${masked.join('.')}/${cidr.bits}`;
-}
-
-/** Go's net.ParseCIDR: a dotted-quad or IPv6 address (no zone), '/', and a decimal prefix length. */
-function parseCidr(text: string): Cidr | undefined {
-  const slash = text.indexOf('/');
-  if (slash < 0) return undefined;
-  const addr = text.slice(0, slash);
-  const prefix = text.slice(slash + 1);
-  if (!/^[0-9]{1,3}$/.test(prefix)) return undefined;
-  const bits = Number(prefix);
-  if (addr.includes(':')) {
-    const bytes = parseIpv6(addr);
-    return bytes && bits <= 128 ? { family: 6, bytes, bits } : undefined;
-  }
-  const bytes = parseIpv4(addr);
-  return bytes && bits <= 32 ? { family: 4, bytes, bits } : undefined;
-}
-
-/** Four decimal octets, no leading zeros (Go refuses them as ambiguous octal). */
-function parseIpv4(text: string): number[] | undefined {
-  const parts = text.split('.');
-  if (parts.length !== 4) return undefined;
-  const bytes: number[] = [];
-  for (const part of parts) {
-    if (!/^(0|[1-9][0-9]{0,2})$/.test(part) || Number(part) > 255) return undefined;
-    bytes.push(Number(part));
-  }
-  return bytes;
-}
-
-function parseIpv6(text: string): number[] | undefined {
-  const halves = text.split('::');
-  if (halves.length > 2) return undefined;
-  const groups = (part: string, last: boolean): number[] | undefined => {
-    if (part === '') return [];
-    const out: number[] = [];
-    const fields = part.split(':');
-    for (let i = 0; i < fields.length; i++) {
-      const field = fields[i] as string;
-      if (last && i === fields.length - 1 && field.includes('.')) {
-        const v4 = parseIpv4(field);
-        if (!v4) return undefined;
-        out.push(((v4[0] as number) << 8) | (v4[1] as number), ((v4[2] as number) << 8) | (v4[3] as number));
-      } else if (/^[0-9a-fA-F]{1,4}$/.test(field)) {
-        out.push(parseInt(field, 16));
-      } else return undefined;
-    }
-    return out;
-  };
-  const head = groups(halves[0] as string, halves.length === 1);
-  const tail = halves.length === 2 ? groups(halves[1] as string, true) : [];
-  if (!head || !tail) return undefined;
-  let words: number[];
-  if (halves.length === 2) {
-    const missing = 8 - head.length - tail.length;
-    if (missing < 1) return undefined;
-    words = [...head, ...new Array<number>(missing).fill(0), ...tail];
-  } else {
-    if (head.length !== 8) return undefined;
-    words = head;
-  }
-  return words.flatMap((w) => [w >> 8, w & 0xff]);
+  return ` -s ${masked.join('.')}/${bits}`;
 }

@@ -19,7 +19,8 @@ import {
   quantityToWholeCores,
 } from './parsers.js';
 import { parsePortList } from './ports.js';
-import { isCidr, type LinkerdValues, type ResourceValues } from './values.js';
+import { subnetsRefusal } from './iptables.js';
+import type { LinkerdValues, ResourceValues } from './values.js';
 
 export const INBOUND_POLICIES = [
   'all-unauthenticated',
@@ -139,10 +140,10 @@ const opaquePorts: OverrideRule<string>['parse'] = (t, context) => {
   return { value, ...(items.length > 0 && { dropped: { items, reason: 'not a port, a range or a container port name' } }) };
 };
 
-const cidrs: OverrideRule<string>['parse'] = memoizeText((t) => {
-  const items = t.split(',').map((s) => s.trim()).filter((s) => s !== '');
-  return items.every(isCidr) ? ok(t) : no('not a comma-separated list of CIDRs');
-});
+/** Subnets as proxy-init reads its `--subnets-to-ignore`, which Linkerd renders as written. */
+const cidrs: OverrideRule<string>['parse'] = memoizeText((t) =>
+  subnetsRefusal(t) === undefined ? ok(t) : no('not a comma-separated list of CIDRs'),
+);
 
 /** A decimal number, optionally with an exponent; no part of it can match in two ways, so no input backtracks. */
 const DECIMAL = /^[+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$/;

@@ -449,3 +449,107 @@ export function parsePortRange(text: string): PortRange | undefined {
 export function formatPortRange(r: PortRange): string {
   return r.lo === r.hi ? String(r.lo) : `${r.lo}-${r.hi}`;
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// CIDRs
+
+/** A network as Go's net.ParseCIDR reads it: the address's family (as written), its bytes and the prefix length. */
+export interface Cidr {
+  /** 6 for any address written with a colon, `::ffff:192.0.2.1` included, whose prefix length counts to 128. */
+  family: 4 | 6;
+  /** 4 or 16 bytes, not masked. */
+  bytes: number[];
+  bits: number;
+  /** The prefix length as written, leading zeros included. */
+  prefix: string;
+}
+
+/**
+ * Go's net.ParseCIDR, which Linkerd's injector applies to `clusterNetworks` and proxy-init to each skipped subnet: a
+ * dotted quad without leading zeros or an IPv6 address without a zone, '/', and a prefix length of ASCII digits (any
+ * leading zeros) at most 32 or 128. Nothing is trimmed.
+ */
+export function parseCidr(text: string): Cidr | undefined {
+  const slash = text.indexOf('/');
+  if (slash < 0) return undefined;
+  const addr = text.slice(0, slash);
+  const prefix = text.slice(slash + 1);
+  if (!/^[0-9]+$/.test(prefix)) return undefined;
+  const significant = prefix.replace(/^0+(?=.)/, '');
+  const bits = significant.length > 3 ? Infinity : Number(significant);
+  if (addr.includes(':')) {
+    const bytes = parseIpv6(addr);
+    return bytes && bits <= 128 ? { family: 6, bytes, bits, prefix } : undefined;
+  }
+  const bytes = parseIpv4(addr);
+  return bytes && bits <= 32 ? { family: 4, bytes, bits, prefix } : undefined;
+}
+
+/** Four decimal octets, no leading zeros (Go refuses them as ambiguous octal). */
+function parseIpv4(text: string): number[] | undefined {
+  const parts = text.split('.');
+  if (parts.length !== 4) return undefined;
+  const bytes: number[] = [];
+  for (const part of parts) {
+    if (!/^(0|[1-9][0-9]{0,2})$/.test(part) || Number(part) > 255) return undefined;
+    bytes.push(Number(part));
+  }
+  return bytes;
+}
+
+/**
+ * Eight groups of one to four hex digits, one `::` standing for at least one group of zeros, the last two groups
+ * possibly a dotted quad; no zone.
+ */
+function parseIpv6(text: string): number[] | undefined {
+  const halves = text.split('::');
+  if (halves.length > 2) return undefined;
+  const groups = (part: string, last: boolean): number[] | undefined => {
+    if (part === '') return [];
+    const out: number[] = [];
+    const fields = part.split(':');
+    for (let i = 0; i < fields.length; i++) {
+      const field = fields[i] as string;
+      if (last && i === fields.length - 1 && field.includes('.')) {
+        const v4 = parseIpv4(field);
+        if (!v4) return undefined;
+        out.push(((v4[0] as number) << 8) | (v4[1] as number), ((v4[2] as number) << 8) | (v4[3] as number));
+      } else if (/^[0-9a-fA-F]{1,4}$/.test(field)) {
+        out.push(parseInt(field, 16));
+      } else return undefined;
+    }
+    return out;
+  };
+  const head = groups(halves[0] as string, halves.length === 1);
+  const tail = halves.length === 2 ? groups(halves[1] as string, true) : [];
+  if (!head || !tail) return undefined;
+  let words: number[];
+  if (halves.length === 2) {
+    const missing = 8 - head.length - tail.length;
+    if (missing < 1) return undefined;
+    words = [...head, ...new Array<number>(missing).fill(0), ...tail];
+  } else {
+    if (head.length !== 8) return undefined;
+    words = head;
+  }
+  return words.flatMap((w) => [w >> 8, w & 0xff]);
+}
+
+/** What Go's unicode.IsSpace calls a space, which strings.TrimSpace removes from both ends. */
+function isGoSpace(code: number): boolean {
+  if (code <= 0x20) return code === 0x20 || (code >= 0x09 && code <= 0x0d);
+  if (code < 0x85) return false;
+  return (
+    code === 0x85 || code === 0xa0 || code === 0x1680 || (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 || code === 0x2029 || code === 0x202f || code === 0x205f || code === 0x3000
+  );
+}
+
+/** Go's strings.TrimSpace, which differs from String.prototype.trim on U+0085 (trimmed) and U+FEFF (kept). */
+export function trimGoSpace(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && isGoSpace(text.charCodeAt(start))) start++;
+  while (end > start && isGoSpace(text.charCodeAt(end - 1))) end--;
+  return start === 0 && end === text.length ? text : text.slice(start, end);
+}

@@ -1,11 +1,11 @@
 /** Linkerd configuration values: their types, the embedded defaults, and loading a values YAML document over them. */
 import { createRequire } from 'node:module';
-import { isIP } from 'node:net';
 import { decodeCapabilities, decodeEnvList, PULL_POLICIES, securityContextProblem, VALUES_DECODER } from './api-types.js';
 import { EngineError } from './errors.js';
 import { pushAll, setOwn, type EnvVar } from './k8s.js';
+import { subnetsRefusal } from './iptables.js';
 import { XTABLES_LOCK_VOLUME } from './names.js';
-import { parseQuantity } from './parsers.js';
+import { parseCidr, parseQuantity } from './parsers.js';
 
 /**
  * The YAML parser, loaded when a values document is first read: a server given only trust anchors never needs it, and
@@ -413,17 +413,6 @@ export function mergeValues(doc: unknown): LinkerdValues {
   return values;
 }
 
-/** An IPv4 or IPv6 network in CIDR notation, e.g. "10.0.0.0/8" or "fd00::/8". */
-export function isCidr(text: string): boolean {
-  const slash = text.indexOf('/');
-  if (slash < 0) return false;
-  const ip = text.slice(0, slash);
-  const bits = text.slice(slash + 1);
-  const family = isIP(ip);
-  if (family === 0 || !/^\d{1,3}$/.test(bits)) return false;
-  return Number(bits) <= (family === 4 ? 32 : 128);
-}
-
 const isPort = (n: number): boolean => Number.isInteger(n) && n >= 1 && n <= 65535;
 const MAX_INT32 = 2147483647;
 const isCount = (n: number): boolean => Number.isInteger(n) && n >= 0 && n <= MAX_INT32;
@@ -455,8 +444,14 @@ export function checkValues(values: LinkerdValues): void {
       fail('proxy.tracing.collector.meshIdentity.serviceAccountName and .namespace are required when tracing is enabled');
     }
   }
+  // Read as Linkerd's injector reads it before every patch, untrimmed: what it refuses denies every pod.
   for (const network of values.clusterNetworks.replace(/^,+|,+$/g, '').split(',')) {
-    if (!isCidr(network.trim())) fail(`clusterNetworks: ${JSON.stringify(network)} is not a CIDR`);
+    if (!parseCidr(network)) fail(`clusterNetworks: ${JSON.stringify(network)} is not a CIDR`);
+  }
+  const subnets = values.cniEnabled ? undefined : subnetsRefusal(values.proxyInit.skipSubnets, !values.disableIPv6);
+  if (subnets !== undefined) {
+    const shown = printable(JSON.stringify(values.proxyInit.skipSubnets));
+    fail(`proxyInit.skipSubnets ${shown} would stop linkerd-init: ${subnets}`);
   }
   for (const [name, port] of Object.entries(values.proxy.ports)) {
     if (!isPort(port)) fail(`proxy.ports.${name} must be a port number (1-65535), got ${port}`);

@@ -233,8 +233,40 @@ describe('ignored subnets and listed ports', () => {
   });
 
   it('refuses what Go does not read as a CIDR', () => {
-    for (const bad of ['10.0.0.0', '10.0.0.0/33', '010.0.0.0/8', '10.0.0/8', 'fd00::/129', 'fd00:::1/64', 'x/8']) {
-      expectRefused(init(...base, '--subnets-to-ignore', bad), /is not a valid CIDR address/);
+    const bad = ['10.0.0.0', '10.0.0.0/33', '010.0.0.0/8', '10.0.0/8', 'fd00::/129', 'fd00:::1/64', 'x/8', 'fe80::1%eth0/64'];
+    for (const subnet of [...bad, '10.0.0.0/8,', '10.0.0.0/8, ,192.0.2.0/24', ' ', '\ufeff10.0.0.0/8']) {
+      expectRefused(init(...base, '--subnets-to-ignore', subnet), /is not a valid CIDR address, so linkerd-init would fail$/);
+    }
+  });
+
+  it('trims each subnet as Go trims it before reading it', () => {
+    const plain = planOf('--subnets-to-ignore', '10.0.0.0/8,192.0.2.0/24');
+    expect(planOf('--subnets-to-ignore', ' 10.0.0.0/8\t,\u0085192.0.2.0/24\u3000')).toEqual(plain);
+  });
+
+  it('reads the first line of the list, as pflag reads one CSV record', () => {
+    const plain = planOf('--subnets-to-ignore', '192.0.2.0/24');
+    expect(planOf('--subnets-to-ignore', '192.0.2.0/24\n')).toEqual(plain);
+    expect(planOf('--subnets-to-ignore', '\r\n\n192.0.2.0/24\r\n10.0.0.0/8')).toEqual(plain);
+    expect(planOf('--subnets-to-ignore', '192.0.2.0/24\r')).toEqual(plain);
+    expectRefused(init(...base, '--subnets-to-ignore', '\n\n'), /invalid argument "\\n\\n" for --subnets-to-ignore: EOF/);
+  });
+
+  it('prints a prefix length with a leading 0 as iptables reads it, in octal, and refuses it where iptables does', () => {
+    const source = (subnet: string): string | undefined =>
+      rulesOf(planOf('--subnets-to-ignore', subnet).ipv4, 'PROXY_INIT_REDIRECT')[0]?.split(' -m comment')[0];
+    // iptables-save printed these after `iptables -A ... -s <subnet>` (legacy and nft alike).
+    expect(source('10.0.0.0/010')).toBe('-A PROXY_INIT_REDIRECT -s 10.0.0.0/8');
+    expect(source('10.0.0.0/0032')).toBe('-A PROXY_INIT_REDIRECT -s 10.0.0.0/26');
+    expect(source('10.1.2.3/07')).toBe('-A PROXY_INIT_REDIRECT -s 10.0.0.0/7');
+    expect(source('10.0.0.0/00')).toBe('-A PROXY_INIT_REDIRECT');
+    // The comment keeps the subnet as written.
+    expect(rulesOf(planOf('--subnets-to-ignore', '10.0.0.0/010').ipv4, 'PROXY_INIT_REDIRECT')[0]).toContain(
+      '"proxy-init/ignore-subnet-10.0.0.0/010"',
+    );
+    // Go reads these in decimal, so proxy-init passes them on; iptables says "invalid mask".
+    for (const subnet of ['10.0.0.0/08', '10.0.0.0/09', '10.0.0.0/0000000008', '10.0.0.0/019']) {
+      expectRefused(init(...base, '--subnets-to-ignore', subnet), /reads the prefix length of .* as octal \(it starts with 0\) and refuses it/);
     }
   });
 
@@ -286,7 +318,8 @@ describe('arguments the way proxy-init reads them', () => {
     expectRefused(init(...base, '--iptables-mode', 'ebpf'), /--iptables-mode must be/);
     expectRefused(init(...base, '--firewall-bin-path', '/sbin/iptables'), /--firewall-bin-path must be/);
     expectRefused(init(...base, '--log-level', 'loud'), /not a valid log level/);
-    expectRefused(init(...base, '--inbound-ports-to-ignore', '"4190,4191"'), /quotes and line breaks/);
+    expectRefused(init(...base, '--inbound-ports-to-ignore', '"4190,4191"'), /quotes are not supported in a list/);
+    expectRefused(init(...base, '--outbound-ports-to-ignore', '\n\r\n'), /--outbound-ports-to-ignore: EOF/);
   });
 
   it('lets --iptables-mode override an unknown --firewall-bin-path, as proxy-init does', () => {

@@ -451,6 +451,28 @@ describe('applyOverrides: port lists', () => {
     expect(out.warnings).toEqual([]);
   });
 
+  // Read as proxy-init reads --subnets-to-ignore (items trimmed, then Go's net.ParseCIDR), which Linkerd renders as is.
+  it.each([
+    ' 10.0.0.0/8 ,\t192.0.2.0/24',
+    '10.0.0.0/08',
+    '192.0.2.0/24\n',
+    '::ffff:192.0.2.0/120',
+    'fd00::/8',
+  ])('skip-subnets %j is kept as written', (value) => {
+    const out = run({ [`${C}skip-subnets`]: value });
+    expect(out.values.proxyInit.skipSubnets).toBe(value);
+    expect(out.warnings).toEqual([]);
+  });
+
+  it.each(['fe80::1%eth0/64', '10.0.0.0/8,', '10.0.0.0/8,,192.0.2.0/24', ' ', '\n', '010.0.0.0/8', '10.0.0.0/+8', '"10.0.0.0/8"'])(
+    'skip-subnets %j, which linkerd-init refuses to read, is ignored with a warning',
+    (value) => {
+      const out = run({ [`${C}skip-subnets`]: value });
+      expect(out.values.proxyInit.skipSubnets).toBe('');
+      expect(out.warnings).toEqual([`ignored annotation ${C}skip-subnets=${JSON.stringify(value)}: not a comma-separated list of CIDRs`]);
+    },
+  );
+
   it('skip-port defaults are 4567,4568 and skip-subnets is empty', () => {
     const v = defaultValues().proxyInit;
     expect([v.ignoreInboundPorts, v.ignoreOutboundPorts, v.skipSubnets]).toEqual(['4567,4568', '4567,4568', '']);

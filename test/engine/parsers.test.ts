@@ -3,6 +3,7 @@ import {
   durationToMillis,
   durationToSeconds,
   formatPortRange,
+  parseCidr,
   parseGoBool,
   parseGoDuration,
   parseGoInt,
@@ -10,6 +11,7 @@ import {
   parsePortRange,
   parseQuantity,
   quantityToWholeCores,
+  trimGoSpace,
 } from '../../src/engine/parsers.js';
 
 const SECOND = 1_000_000_000n;
@@ -438,5 +440,113 @@ describe('formatPortRange', () => {
 
   it('round-trips a parsed range', () => {
     expect(formatPortRange(parsePortRange('+0100-200') ?? { lo: -1, hi: -1 })).toBe('100-200');
+  });
+});
+
+// What Go's net.ParseCIDR (go1.26) answered for each text: the family as written and the prefix length, or a refusal.
+describe('parseCidr', () => {
+  it.each<[string, 4 | 6, number]>([
+    ['10.0.0.0/8', 4, 8],
+    ['10.1.2.3/8', 4, 8],
+    ['0.0.0.0/0', 4, 0],
+    ['10.0.0.0/0', 4, 0],
+    ['192.0.2.7/32', 4, 32],
+    ['255.255.255.255/32', 4, 32],
+    // Go reads the prefix length in decimal, with any number of leading zeros.
+    ['10.0.0.0/08', 4, 8],
+    ['10.0.0.0/010', 4, 10],
+    ['10.0.0.0/0000000008', 4, 8],
+    ['10.0.0.0/00', 4, 0],
+    ['fd00::/8', 6, 8],
+    ['FD00::/8', 6, 8],
+    ['::/0', 6, 0],
+    ['fd00::/128', 6, 128],
+    ['fd00::/0128', 6, 128],
+    ['0001::/64', 6, 64],
+    ['1:2:3:4:5:6:7:8/64', 6, 64],
+    ['1:2:3:4:5:6:7::/64', 6, 64],
+    ['::1:2:3:4:5:6:7/64', 6, 64],
+    // A dotted quad inside an IPv6 address keeps it IPv6: its prefix length counts to 128.
+    ['::ffff:1.2.3.4/24', 6, 24],
+    ['::ffff:1.2.3.4/128', 6, 128],
+    ['::1.2.3.4/128', 6, 128],
+    ['1:2:3:4:5:6:1.2.3.4/128', 6, 128],
+  ])('reads %j as IPv%i /%i', (text, family, bits) => {
+    const cidr = parseCidr(text);
+    expect(cidr).toMatchObject({ family, bits, prefix: text.slice(text.indexOf('/') + 1) });
+    expect(cidr?.bytes).toHaveLength(family === 4 ? 4 : 16);
+  });
+
+  it('keeps the address bytes unmasked', () => {
+    expect(parseCidr('10.1.2.3/8')?.bytes).toEqual([10, 1, 2, 3]);
+    expect(parseCidr('::ffff:1.2.3.4/120')?.bytes).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 1, 2, 3, 4]);
+    expect(parseCidr('fd00::1:2/64')?.bytes).toEqual([0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2]);
+  });
+
+  it.each([
+    // Zones: an address with one is no network.
+    'fe80::1%eth0/64',
+    'fe80::1%/64',
+    'fe80::1%25eth0/64',
+    '10.0.0.1%eth0/8',
+    // Leading zeros in an IPv4 octet, there or inside an IPv6 address.
+    '010.0.0.0/8',
+    '10.00.0.0/8',
+    '10.0.0.00/8',
+    '::ffff:01.2.3.4/128',
+    // Prefix lengths beyond the family, signed, spaced, empty or not decimal.
+    '10.0.0.0/33',
+    '::ffff:1.2.3.4/129',
+    'fd00::/129',
+    '10.0.0.0/+8',
+    '10.0.0.0/-0',
+    '10.0.0.0/ 8',
+    '10.0.0.0/8 ',
+    '10.0.0.0/',
+    '10.0.0.0/0x8',
+    '10.0.0.0/\uff18',
+    '10.0.0.0/16777215',
+    '10.0.0.0/99999999999999999999999',
+    '10.0.0.0/8/8',
+    // Whitespace around the whole: ParseCIDR trims nothing.
+    ' 10.0.0.0/8',
+    '10.0.0.0/8\n',
+    // Addresses that are not addresses.
+    '10.0.0.0',
+    '/8',
+    '',
+    '10.0.0/8',
+    '10.0.0.0.0/8',
+    '256.0.0.0/8',
+    '0x0a.0.0.0/8',
+    '\uff11\uff10.0.0.0/8',
+    '[fd00::]/8',
+    '00001::/64',
+    '1:2:3:4:5:6:7:8::/64',
+    '1::2::3/64',
+    ':::/64',
+    ':1::/64',
+    '1::2:/64',
+    '1.2.3.4::/64',
+    '1:2:3:4:5:6:7:1.2.3.4/128',
+    '1:2:3:4:5:6:7/64',
+  ])('refuses %j', (text) => {
+    expect(parseCidr(text)).toBeUndefined();
+  });
+});
+
+describe('trimGoSpace', () => {
+  it.each<[string, string]>([
+    [' \t\n\v\f\r10.0.0.0/8\r\n ', '10.0.0.0/8'],
+    // Go trims NEL and the Unicode spaces; it keeps the byte-order mark, which String.prototype.trim removes.
+    ['\u008510.0.0.0/8\u00a0', '10.0.0.0/8'],
+    ['\u2000\u200a\u2028\u2029\u202f\u205f\u3000\u1680x', 'x'],
+    ['\ufeff10.0.0.0/8', '\ufeff10.0.0.0/8'],
+    ['\u200b10.0.0.0/8', '\u200b10.0.0.0/8'],
+    ['a b', 'a b'],
+    ['   ', ''],
+    ['', ''],
+  ])('%j -> %j', (text, trimmed) => {
+    expect(trimGoSpace(text)).toBe(trimmed);
   });
 });

@@ -78,6 +78,15 @@ describe('loadValues', () => {
     ['close-wait without root', 'proxyInit:\n  closeWaitTimeoutSecs: 10\n', /needs proxyInit\.runAsRoot/],
     ['tracing without a collector', 'proxy:\n  tracing:\n    enabled: true\n', /collector\.endpoint is required/],
     ['a bad cluster network', 'clusterNetworks: "10.0.0.0/8,banana"\n', /"banana" is not a CIDR/],
+    // Linkerd's injector reads clusterNetworks with Go's net.ParseCIDR, untrimmed, and denies every pod on a refusal.
+    ['a cluster network with a zone', 'clusterNetworks: "10.0.0.0/8,fe80::1%eth0/64"\n', /^Linkerd values: clusterNetworks: "fe80::1%eth0\/64" is not a CIDR$/],
+    ['a cluster network after a space', 'clusterNetworks: "10.0.0.0/8, fd00::/8"\n', /clusterNetworks: " fd00::\/8" is not a CIDR/],
+    ['a cluster network with a leading zero', 'clusterNetworks: "010.0.0.0/8"\n', /clusterNetworks: "010\.0\.0\.0\/8" is not a CIDR/],
+    ['a skipped subnet proxy-init refuses', 'proxyInit:\n  skipSubnets: "10.0.0.0/8,fe80::1%eth0/64"\n', /^Linkerd values: proxyInit\.skipSubnets "10\.0\.0\.0\/8,fe80::1%eth0\/64" would stop linkerd-init: fe80::1%eth0\/64 is not a valid CIDR address$/],
+    ['an empty skipped subnet', 'proxyInit:\n  skipSubnets: "10.0.0.0/8,"\n', /proxyInit\.skipSubnets "10\.0\.0\.0\/8," would stop linkerd-init:  is not a valid CIDR address/],
+    ['an IPv6 skipped subnet', 'proxyInit:\n  skipSubnets: "fd00::/8"\n', /would stop linkerd-init: iptables refuses the IPv6 subnet fd00::\/8/],
+    ['a skipped subnet with IPv6 on', 'disableIPv6: false\nproxyInit:\n  skipSubnets: "10.0.0.0/8"\n', /would stop linkerd-init: ip6tables refuses the IPv4 subnet 10\.0\.0\.0\/8/],
+    ['a skipped subnet iptables reads in octal', 'proxyInit:\n  skipSubnets: "10.0.0.0/08"\n', /iptables reads the prefix length of 10\.0\.0\.0\/08 .* as octal/],
     ['a port out of range', 'proxy:\n  ports:\n    inbound: 70000\n', /proxy\.ports\.inbound must be a port number/],
     // What the API server could not decode in a pod is refused here rather than breaking every injected pod.
     ['a list as an env value', 'proxy:\n  experimentalEnv:\n    - name: A\n      value: [x]\n', /proxy\.experimentalEnv\[0\]\.value must be a string, got a list/],
@@ -133,6 +142,16 @@ describe('loadValues', () => {
     );
     expect(v.proxy.tracing?.enabled).toBe(true);
     expect(v.proxy.tracing?.traceServiceName).toBe('linkerd-proxy');
+  });
+
+  it('accepts the networks Go reads as CIDRs, and the skipped subnets linkerd-init applies', () => {
+    expect(loadValues('clusterNetworks: ",10.0.0.0/08,::ffff:10.0.0.0/104,fd00::/8,"\n').clusterNetworks).toBe(
+      ',10.0.0.0/08,::ffff:10.0.0.0/104,fd00::/8,',
+    );
+    // proxy-init trims each subnet; iptables reads 010 as 8.
+    expect(loadValues('proxyInit:\n  skipSubnets: " 10.0.0.0/8\\t,192.0.2.0/010"\n').proxyInit.skipSubnets).toBe(' 10.0.0.0/8\t,192.0.2.0/010');
+    // Under the CNI plugin there is no linkerd-init, and the injector renders no subnet.
+    expect(loadValues('cniEnabled: true\nproxyInit:\n  skipSubnets: "fd00::/8"\n').proxyInit.skipSubnets).toBe('fd00::/8');
   });
 
   it('mergeValues accepts an already-parsed document and null', () => {
