@@ -271,12 +271,25 @@ function validate(o: InitOptions): void {
   }
 }
 
+/** A list or item as a reason quotes it: its start only, since start-up risks carry reasons into Events. */
+const shown = (text: string): string => (text.length > 63 ? `${text.slice(0, 60)}...` : text);
+
 const isPort = (n: number): boolean => Number.isInteger(n) && n >= 0 && n <= 65535;
+
+/**
+ * Why linkerd-init would stop on this value of a port-list flag (`--outbound-ports-to-ignore`, as rendered), or
+ * undefined: pflag refuses it, or none of its items is a port proxy-init reads.
+ */
+export function portListRefusal(flag: string, value: string): string | undefined {
+  const items = listItems(value);
+  if (typeof items === 'string') return `invalid argument ${JSON.stringify(value)} for ${flag}: ${items}`;
+  return portItemsRefusal(flag, items);
+}
 
 function portItemsRefusal(flag: string, list: readonly string[]): string | undefined {
   // proxy-init drops items it cannot read, but with none left it still writes a rule with no ports, which fails.
   if (list.length > 0 && multiportGroups(list).some((g) => g.length === 0)) {
-    return `${flag} ${JSON.stringify(list.join(','))} has no valid port, and iptables refuses an empty port list`;
+    return `${flag} ${JSON.stringify(shown(list.join(',')))} has no valid port, and iptables refuses an empty port list`;
   }
   return undefined;
 }
@@ -387,7 +400,7 @@ function subnetItemsRefusal(items: readonly string[], ipv6?: boolean): string | 
   for (const item of items) {
     const subnet = trimGoSpace(item);
     const cidr = parseCidr(subnet);
-    if (!cidr) return `${subnet} is not a valid CIDR address`;
+    if (!cidr) return `${shown(subnet)} is not a valid CIDR address`;
     subnets.push({ subnet, cidr });
   }
   if (ipv6 === undefined) return undefined;
@@ -397,13 +410,13 @@ function subnetItemsRefusal(items: readonly string[], ipv6?: boolean): string | 
       if (cidr.family !== family) {
         const tool = family === 4 ? 'iptables' : 'ip6tables';
         return (
-          `${tool} refuses the IPv${cidr.family} subnet ${subnet} from --subnets-to-ignore` +
+          `${tool} refuses the IPv${cidr.family} subnet ${shown(subnet)} from --subnets-to-ignore` +
           (family === 6 ? ' (proxy-init gives every subnet to both iptables and ip6tables unless --ipv6=false)' : '')
         );
       }
       if (iptablesPrefix(cidr) === undefined) {
         return (
-          `iptables reads the prefix length of ${subnet} from --subnets-to-ignore as octal (it starts with 0) ` +
+          `iptables reads the prefix length of ${shown(subnet)} from --subnets-to-ignore as octal (it starts with 0) ` +
           'and refuses it'
         );
       }

@@ -5,6 +5,7 @@
  */
 import { ANNOTATIONS, DEBUG_CONTAINER, INIT_CONTAINER, VALIDATOR_CONTAINER } from './names.js';
 import { isObject, objectsIn, stringsIn, type Container, type PodSpec } from './k8s.js';
+import { portListRefusal, subnetsRefusal } from './iptables.js';
 import { parsePortRange, type PortRange } from './parsers.js';
 import { compareVersions, NATIVE_SIDECAR_GATED_RELEASE, NATIVE_SIDECAR_RELEASE, versionText, type KubernetesVersion } from './kubernetes-version.js';
 import { memoizeText } from './memo.js';
@@ -16,6 +17,7 @@ export type StartupRiskCode =
   | 'resource_quota_needs_resources'
   | 'limit_range_refuses_resources'
   | 'init_container_network_under_cni'
+  | 'iptables_refuses_init_rule'
   | 'proxy_never_exits'
   | 'proxy_shutdown_fails'
   | 'proxy_await_disabled'
@@ -467,6 +469,9 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
     }
   }
 
+  // linkerd-init stops at the first iptables command that fails, and the pod with it.
+  if (!values.cniEnabled) risks.push(...initRuleRisks(values));
+
   // Under the CNI plugin the redirect exists before any container runs, but a classic proxy starts only after the
   // init containers: their connections are redirected to a port nobody listens on yet.
   if (values.cniEnabled && !native) {
@@ -561,6 +566,40 @@ export function startupRisks(input: StartupRiskInput): StartupRisk[] {
       fix: `run it as another user, or change the proxy's (config.linkerd.io/proxy-uid)`,
     });
   }
+  return risks;
+}
+
+// Remembered per text: the configured outbound list (4567,4568 by default) is read for every pod.
+const outboundPortsRefusal = memoizeText((list: string) => portListRefusal('--outbound-ports-to-ignore', list));
+const ipv4SubnetsRefusal = memoizeText((list: string) => subnetsRefusal(list, false));
+const dualSubnetsRefusal = memoizeText((list: string) => subnetsRefusal(list, true));
+
+/**
+ * What iptables refuses of the rules linkerd-init writes for the configuration's skipped subnets and outbound ports,
+ * which Linkerd renders as written; the plan (iptables.ts) refuses the same arguments for the same reasons.
+ */
+function initRuleRisks(values: LinkerdValues): StartupRisk[] {
+  const { skipSubnets, ignoreOutboundPorts } = values.proxyInit;
+  const risks: StartupRisk[] = [];
+  const refused = (why: string | undefined, fix: string): void => {
+    if (why === undefined) return;
+    const text = `${why}: linkerd-init stops with an error and the pod never starts`;
+    risks.push({ code: 'iptables_refuses_init_rule', container: INIT_CONTAINER, text, fix });
+  };
+  const subnetsRefused = values.disableIPv6 ? ipv4SubnetsRefusal : dualSubnetsRefusal;
+  refused(
+    skipSubnets === '' ? undefined : subnetsRefused(skipSubnets),
+    values.disableIPv6
+      ? `list only IPv4 subnets, each prefix length without a leading 0 (10.0.0.0/8), in ` +
+          `${ANNOTATIONS.skipSubnets} (or proxyInit.skipSubnets in Linkerd's values)`
+      : `remove ${ANNOTATIONS.skipSubnets} (and proxyInit.skipSubnets from Linkerd's values): with IPv6 on ` +
+          `(disableIPv6: false) proxy-init gives every subnet to both iptables and ip6tables, and one of the two ` +
+          'refuses each',
+  );
+  refused(
+    ignoreOutboundPorts === '' ? undefined : outboundPortsRefusal(ignoreOutboundPorts),
+    `give ${ANNOTATIONS.skipOutboundPorts} ports or ranges without spaces around them (443,8000-8100), or remove it`,
+  );
   return risks;
 }
 

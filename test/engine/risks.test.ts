@@ -1,6 +1,6 @@
 /** Start-up risks: what each configuration makes go wrong when the injected pod starts, and when nothing does. */
 import { describe, expect, it } from 'vitest';
-import { inject, riskWarning, type KubernetesVersion, type StartupRiskCode } from '../../src/engine/index.js';
+import { inject, riskWarning, type KubernetesVersion, type LinkerdValues, type StartupRisk, type StartupRiskCode } from '../../src/engine/index.js';
 import { pod, testConfig } from '../support/engine.js';
 
 type Spec = Record<string, unknown>;
@@ -261,6 +261,64 @@ describe('startup risks', () => {
   it('a skipped port that is opaque only by the default list is not reported', () => {
     const spec = { containers: [{ name: 'db', image: 'mysql', ports: [{ containerPort: 3306 }] }] };
     expect(risksOf({ annotations: { 'config.linkerd.io/skip-inbound-ports': '3306' }, spec })).toEqual([]);
+  });
+
+  describe('a rule iptables refuses stops linkerd-init', () => {
+    const risksWith = (annotations: Record<string, string>, change: (v: LinkerdValues) => void = () => {}) =>
+      inject({ object: pod({ annotations: { 'linkerd.io/inject': 'enabled', ...annotations } }), config: testConfig(change) }).risks;
+    const SUBNETS = 'config.linkerd.io/skip-subnets';
+
+    it('an IPv6 subnet, which iptables refuses before ip6tables runs', () => {
+      const risks = risksWith({ [SUBNETS]: '10.0.0.0/8,fd00::/8' });
+      expect(risks).toEqual([
+        {
+          code: 'iptables_refuses_init_rule',
+          container: 'linkerd-init',
+          text: 'iptables refuses the IPv6 subnet fd00::/8 from --subnets-to-ignore: linkerd-init stops with an error and the pod never starts',
+          fix: expect.stringMatching(/^list only IPv4 subnets, each prefix length without a leading 0 \(10\.0\.0\.0\/8\), in config\.linkerd\.io\/skip-subnets/),
+        },
+      ]);
+      expect(riskWarning(risks[0] as StartupRisk)).toMatch(/^start-up risk \(iptables_refuses_init_rule\): iptables refuses the IPv6 subnet/);
+    });
+
+    it('an IPv4-mapped address too: written with colons, it is an IPv6 subnet to iptables', () => {
+      expect(risksWith({ [SUBNETS]: '::ffff:192.0.2.0/120' }).map((r) => r.text)).toEqual([expect.stringMatching(/^iptables refuses the IPv6 subnet ::ffff:192\.0\.2\.0\/120 /)]);
+    });
+
+    it('any subnet with IPv6 on, since proxy-init gives every subnet to iptables and ip6tables alike', () => {
+      const risks = risksWith({ [SUBNETS]: '10.0.0.0/8' }, (v) => (v.disableIPv6 = false));
+      expect(codes(risks)).toEqual(['iptables_refuses_init_rule']);
+      expect(risks[0]?.text).toMatch(/^ip6tables refuses the IPv4 subnet 10\.0\.0\.0\/8 from --subnets-to-ignore \(proxy-init gives every subnet/);
+      expect(risks[0]?.fix).toMatch(/^remove config\.linkerd\.io\/skip-subnets .*with IPv6 on \(disableIPv6: false\)/);
+    });
+
+    it('a prefix length with a leading 0 that iptables reads in octal and refuses', () => {
+      expect(risksWith({ [SUBNETS]: '10.0.0.0/08' }).map((r) => r.text)).toEqual([
+        expect.stringMatching(/^iptables reads the prefix length of 10\.0\.0\.0\/08 from --subnets-to-ignore as octal/),
+      ]);
+    });
+
+    it('skipped outbound ports of which proxy-init reads none, leaving iptables an empty port list', () => {
+      for (const ports of [' 443', ',', ' ', '\n']) {
+        const risks = risksWith({ 'config.linkerd.io/skip-outbound-ports': ports });
+        expect(codes(risks), JSON.stringify(ports)).toEqual(['iptables_refuses_init_rule']);
+        expect(risks[0]?.fix).toMatch(/^give config\.linkerd\.io\/skip-outbound-ports ports or ranges/);
+      }
+    });
+
+    it('quotes only the start of what the pod wrote, since the risk goes into an Event', () => {
+      const [risk] = risksWith({ 'config.linkerd.io/skip-outbound-ports': ' 1,'.repeat(5000) });
+      expect(risk?.text).toBe(
+        `--outbound-ports-to-ignore "${' 1,'.repeat(20)}..." has no valid port, and iptables refuses an empty port list: ` +
+          'linkerd-init stops with an error and the pod never starts',
+      );
+    });
+
+    it('none for subnets iptables applies, nor under the CNI plugin, which renders no linkerd-init', () => {
+      expect(risksWith({ [SUBNETS]: ' 10.0.0.0/8 ,192.0.2.0/010\n' })).toEqual([]);
+      expect(risksWith({ 'config.linkerd.io/skip-outbound-ports': '443, 8443' })).toEqual([]);
+      expect(risksWith({ [SUBNETS]: 'fd00::/8', 'config.linkerd.io/skip-outbound-ports': ' ' }, (v) => (v.cniEnabled = true))).toEqual([]);
+    });
   });
 
   it('a pod that is not injected has no risks', () => {
