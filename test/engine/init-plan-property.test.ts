@@ -1,7 +1,8 @@
 /**
- * Every value an annotation can give linkerd-init's arguments: what the override rules accept either renders into a
- * plan iptables applies, or the pod carries a start-up risk on linkerd-init saying it will stop. Seeded, so a failure
- * reproduces; one pod that passes neither way is a pod injected with no warning that never starts.
+ * Random values for every annotation, most often for those that reach linkerd-init's arguments: whatever the override
+ * rules accept renders, and linkerd-init's arguments either make a plan iptables applies or the pod carries a start-up
+ * risk on linkerd-init saying it will stop. A pod that does neither is injected with no warning and never starts.
+ * Seeded, so a failure reproduces.
  */
 import { describe, expect, it } from 'vitest';
 import { EngineError, inject, iptablesPlan, type LinkerdValues } from '../../src/engine/index.js';
@@ -10,8 +11,8 @@ import { ANNOTATIONS, INIT_CONTAINER } from '../../src/engine/names.js';
 import { applied, pod, testConfig } from '../support/engine.js';
 import { seededRandom } from '../support/random.js';
 
-/** The annotations that end up in linkerd-init's arguments. */
-const INIT_ANNOTATIONS = [
+/** The annotations that end up in linkerd-init's arguments, drawn more often than the rest. */
+const INIT_ANNOTATIONS = new Set<string>([
   ANNOTATIONS.skipSubnets,
   ANNOTATIONS.skipInboundPorts,
   ANNOTATIONS.skipOutboundPorts,
@@ -22,7 +23,7 @@ const INIT_ANNOTATIONS = [
   ANNOTATIONS.proxyUid,
   ANNOTATIONS.proxyGid,
   ANNOTATIONS.closeWaitTimeout,
-];
+]);
 
 /** Pieces that lie near a parser's edges: numbers, separators, addresses, spaces Go and JavaScript trim differently. */
 const PIECES = [
@@ -54,7 +55,9 @@ describe('what an annotation gives linkerd-init', () => {
     let warned = 0;
     for (let i = 0; i < 3000; i++) {
       const annotations: Record<string, string> = { 'linkerd.io/inject': 'enabled' };
-      for (const key of INIT_ANNOTATIONS) if (random() < 0.3) annotations[key] = randomValue(random);
+      for (const key of Object.values(ANNOTATIONS)) {
+        if (random() < (INIT_ANNOTATIONS.has(key) ? 0.3 : 0.05)) annotations[key] = randomValue(random);
+      }
       const object = pod({ annotations });
       const result = inject({ object, kind: 'Pod', namespace: 'shop', namespaceAnnotations: {}, config });
       expect(result.outcome).toBe('injected');
