@@ -1,8 +1,8 @@
 /**
  * A fake Kubernetes API on loopback for a `serve` process in cluster mode: the reads and watches the injector makes
- * (namespaces, quotas and limit ranges, the API server's release, owners by kind) and the Events it writes, answered
- * from what the caller gives, with a count of every read. Plain HTTP with a bearer token, which the kubeconfig it writes
- * names; the Linkerd configuration is left to `--values` and `--trust-anchors` files.
+ * (namespaces, quotas and limit ranges, Linkerd's ConfigMaps, the API server's release, owners by kind) and the Events
+ * it writes, answered from what the caller gives, with a count of every read. Plain HTTP with a bearer token, which the
+ * kubeconfig it writes names.
  */
 import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -21,9 +21,10 @@ const OWNER_COLLECTIONS = { replicasets: 'ReplicaSet', jobs: 'Job', statefulsets
 /**
  * Starts the fake API. `namespaces`: name → annotations, listed and readable; `unlisted`: the same, readable only (a
  * namespace created after the injector listed them); `owners`: "<collection>/<namespace>/<name>" → metadata (its
- * ownerReferences and annotations); `delayMs`: how long each direct read waits before it is answered.
+ * ownerReferences and annotations); `configMaps`: namespace → the ConfigMaps listed there (Linkerd's, for the
+ * injector's watch of its configuration); `delayMs`: how long each direct read waits before it is answered.
  */
-export async function startFakeCluster({ namespaces = {}, unlisted = {}, owners = {}, delayMs = 0 } = {}) {
+export async function startFakeCluster({ namespaces = {}, unlisted = {}, owners = {}, configMaps = {}, delayMs = 0 } = {}) {
   const readable = { ...namespaces, ...unlisted };
   /** Direct reads (not lists or watches), by path. */
   const reads = new Map();
@@ -56,7 +57,9 @@ export async function startFakeCluster({ namespaces = {}, unlisted = {}, owners 
     };
     const namespace = (name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, resourceVersion: '1', annotations: readable[name] } });
     if (path === '/api/v1/namespaces') return list(Object.keys(namespaces).map(namespace));
-    if (path === '/api/v1/resourcequotas' || path === '/api/v1/limitranges' || /^\/api\/v1\/namespaces\/[^/]+\/configmaps$/.test(path)) return list([]);
+    if (path === '/api/v1/resourcequotas' || path === '/api/v1/limitranges') return list([]);
+    const maps = /^\/api\/v1\/namespaces\/([^/]+)\/configmaps$/.exec(path);
+    if (maps) return list(configMaps[decodeURIComponent(maps[1])] ?? []);
     reads.set(path, (reads.get(path) ?? 0) + 1);
     setTimeout(() => {
       const ns = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(path);

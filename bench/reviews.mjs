@@ -148,3 +148,24 @@ function large(count) {
 }
 
 export const MIXES = { rollout, distinct, owned, skip, large };
+
+/**
+ * The cluster these reviews come from, as bench/fake-cluster.mjs takes it, for mixes of `count` requests: their
+ * namespace (no annotations: pods ask to be meshed themselves), the rollout's ReplicaSet made by Deployment `web`, the
+ * owned mix's Jobs (none made by a CronJob), and Linkerd's configuration in its ConfigMaps: the embedded defaults with
+ * the example trust anchors, as `serve --no-cluster --trust-anchors` has them.
+ */
+export function clusterOf(count) {
+  const namespace = sample.request.namespace;
+  const owners = {
+    [`replicasets/${namespace}/web-7d4b77557b`]: { ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'd0d0d0d0-0000-4000-8000-000000000001', controller: true }] },
+  };
+  for (let i = 0; i < count; i++) owners[`jobs/${namespace}/job-${i}`] = { ownerReferences: [] };
+  const configMap = (name, data) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'linkerd', resourceVersion: '1' }, data });
+  const anchors = readFileSync(join(root, 'examples', 'trust-anchors.pem'), 'utf8');
+  return {
+    namespaces: { [namespace]: {} },
+    owners,
+    configMaps: { linkerd: [configMap('linkerd-config', { values: '{}\n' }), configMap('linkerd-identity-trust-roots', { 'ca-bundle.crt': anchors })] },
+  };
+}

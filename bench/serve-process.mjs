@@ -101,11 +101,13 @@ export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length
 const EXAMPLE_TRUST_ANCHORS = fileURLToPath(new URL('../examples/trust-anchors.pem', import.meta.url));
 
 /**
- * The arguments (after node's own) of `serve --no-cluster` from a build's dist/: the webhook on loopback at `port` (0:
- * any free one), the admin port on any, the key pair in `tlsDir`, the example trust anchors and JSON logs.
+ * The arguments (after node's own) of `serve` from a build's dist/: the webhook on loopback at `port` (0: any free
+ * one), the admin port on any, the key pair in `tlsDir` and JSON logs; in the cluster `kubeconfig` names, as in
+ * production, or without one `--no-cluster` with the example trust anchors.
  */
-export function serveArgs(dist, tlsDir, port = 0) {
-  return [join(dist, 'cli', 'main.js'), 'serve', '--no-cluster', '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--trust-anchors', EXAMPLE_TRUST_ANCHORS, '--log-format', 'json'];
+export function serveArgs(dist, tlsDir, port = 0, kubeconfig = undefined) {
+  const source = kubeconfig ? ['--kubeconfig', kubeconfig] : ['--no-cluster', '--trust-anchors', EXAMPLE_TRUST_ANCHORS];
+  return [join(dist, 'cli', 'main.js'), 'serve', ...source, '--addr', `127.0.0.1:${port}`, '--admin-addr', '127.0.0.1:0', '--tls-dir', tlsDir, '--log-format', 'json'];
 }
 
 /** The webhook URL and admin base URL from the "proxy-injector listening" line of a server logging JSON to stdout. */

@@ -4,7 +4,7 @@
  * For each request mix (bench/reviews.mjs), three floors (bench/floor-server.mjs, answering with the injector's
  * answers computed beforehand: `floor` over fastify with its JSON parsing, `bare` over node:https alone, and `busy`,
  * the bare floor keeping the CPU busy for as long per request as the injector's own work takes in this process) and
- * `proxy-injector serve` (dist/, --no-cluster, info logging to a pipe that is drained) are started, all pinned to
+ * `proxy-injector serve` (dist/, info logging to a pipe that is drained) are started, all pinned to
  * CPU 0 with the Dockerfile's NODE_OPTIONS, warmed up, and loaded in turn from CPU 1 by autocannon with the same
  * keep-alive connections, in rounds of about two seconds (BENCH_SECONDS per server in all) whose order rotates: a
  * machine whose load changes during the run then weighs on all alike. Each round follows half a second of load that is
@@ -19,12 +19,20 @@
  * that request (allowed, patch, warnings): a run with a single wrong or failed response is not reported. CPU per
  * admission is read from /proc (utime + stime of the server process).
  *
+ * The injector runs as a cluster runs it (`injector`): with `--kubeconfig` to a fake API server on loopback
+ * (bench/fake-cluster.mjs) that lists the reviews' namespace, serves their ReplicaSet and Jobs and Linkerd's two
+ * ConfigMaps, so that each admission goes through the namespace cache, the owner resolver with its read budget, the
+ * configuration watched through the API, the quota cache and the Event recorder. It runs again with `--no-cluster`
+ * and the same configuration from files (`no-cluster`), the path of `serve` on a laptop. The floors answer with the
+ * cluster's answers; each server is checked against the answers of its own path, computed in this process with the
+ * same sources (a cluster context on the same fake API, or none).
+ *
  * Then, in this process, the time per admission (engine, patch JSON and base64, response JSON) for pods of 1, 10 and
  * 40 containers with 1, 100 and 1,000 annotations, to show how cost grows with the pod.
  *
  * BENCH_BASELINE names another build's dist/ (a copy inside this repository, so that it finds the same
- * node_modules): it is started as a fifth server, `baseline`, loaded in the same rotation and checked against the same
- * answers, and the injector's ratios to it are reported too. That is how a change is measured against the build before
+ * node_modules): it is started as `baseline` and `baseline-no-cluster`, loaded in the same rotation and checked against
+ * the same answers, and the injector's ratios to it are reported too. That is how a change is measured against the build before
  * it, in one run: two runs of this benchmark an hour apart differ by more than most changes.
  *
  * Environment: BENCH_SECONDS (10), BENCH_CONNECTIONS (16), BENCH_MIXES (rollout,distinct,owned,skip,large),
@@ -38,7 +46,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { MIXES, sizedPod } from './reviews.mjs';
+import { pino } from 'pino';
+import { startFakeCluster } from './fake-cluster.mjs';
+import { clusterOf, MIXES, sizedPod } from './reviews.mjs';
 import { canPin, cpuSecondsOf, endsWithThisProcess, imageNodeOptions, onServerCore, rssMiBOf, runOnLoadCore, serveArgs, whenThisProcessEnds } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -62,16 +72,40 @@ const { answerBody, handleAdmission } = await import(join(root, 'dist', 'admissi
 const { TemplateAnswerLru } = await import(join(root, 'dist', 'admission', 'template-answer-lru.js'));
 const { serializeReview } = await import(join(root, 'dist', 'admission', 'review.js'));
 const { defaultValues, prepareConfig, withTrustAnchors } = await import(join(root, 'dist', 'engine', 'index.js'));
+const { connectToCluster, createContext } = await import(join(root, 'dist', 'cluster', 'index.js'));
+const { InjectorMetrics } = await import(join(root, 'dist', 'server', 'metrics.js'));
 
-const anchors = readFileSync(join(root, 'examples', 'trust-anchors.pem'), 'utf8');
-// Prepared as the server prepares the configuration it loads.
-const config = prepareConfig({ values: withTrustAnchors(defaultValues(), anchors), controlPlaneNamespace: 'linkerd' });
-const sources = { config: () => config, namespaceAnnotations: () => undefined };
+const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-bench-'));
+const tlsDir = join(dir, 'tls');
+// However the run ends, the scratch directory goes, and no server outlives it.
+whenThisProcessEnds(() => rmSync(dir, { recursive: true, force: true }));
 
-/** The answer the engine gives for a review, as the server should send it. */
-async function expectedAnswer(body) {
+const fakeCluster = await startFakeCluster(clusterOf(requestsPerMix));
+const kubeconfig = fakeCluster.kubeconfig(dir);
+/** The sources of each path: the cluster context `serve` wires, on the same fake API, and none (`--no-cluster`). */
+const SOURCES = {
+  cluster: await readyContext(),
+  'no-cluster': (() => {
+    const anchors = readFileSync(join(root, 'examples', 'trust-anchors.pem'), 'utf8');
+    // Prepared as the server prepares the configuration it loads.
+    const config = prepareConfig({ values: withTrustAnchors(defaultValues(), anchors), controlPlaneNamespace: 'linkerd' });
+    return { config: () => config, namespaceAnnotations: () => undefined };
+  })(),
+};
+const sources = SOURCES.cluster;
+
+async function readyContext() {
+  const cluster = await connectToCluster({ kubeconfig });
+  const metrics = new InjectorMetrics({ processMetrics: false });
+  const context = await createContext({ cluster, controlPlaneNamespace: 'linkerd', logger: pino({ level: 'silent' }), metrics, events: 'none' });
+  while (context.notReadyBecause().length > 0) await new Promise((r) => setTimeout(r, 10));
+  return context.sources;
+}
+
+/** The answer the engine gives for a review on a path, as the server should send it. */
+async function expectedAnswer(body, path) {
   const review = JSON.parse(body);
-  const handled = await handleAdmission(review.request, sources);
+  const handled = await handleAdmission(review.request, SOURCES[path]);
   return { apiVersion: review.apiVersion, kind: 'AdmissionReview', response: handled.response };
 }
 
@@ -113,9 +147,6 @@ async function ownWorkMicros(bodies) {
   return Math.max(0, median(answering) - median(parsing));
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'proxy-injector-bench-'));
-const tlsDir = join(dir, 'tls');
-
 async function freePort() {
   const { createServer } = await import('node:net');
   const s = createServer();
@@ -124,9 +155,6 @@ async function freePort() {
   await new Promise((r) => s.close(r));
   return port;
 }
-
-// However the run ends, the scratch directory goes, and no server outlives it.
-whenThisProcessEnds(() => rmSync(dir, { recursive: true, force: true }));
 
 /**
  * Starts a server pinned to CPU 0; resolves once `ready` appears on its stdout, after which stdout is drained. A server
@@ -252,8 +280,8 @@ function summary(rounds, instances) {
  * The servers (each as its processes), warmed up, then loaded in rounds; each round loads every server once, through
  * its next process, starting with the next server in turn.
  */
-async function compare(mix, servers, bodies, expected) {
-  for (const s of servers) for (const i of s.instances) await load(i.url, bodies, expected, check ? 0.5 : 2); // warm-up, not counted
+async function compare(mix, servers, bodies) {
+  for (const s of servers) for (const i of s.instances) await load(i.url, bodies, s.expected, check ? 0.5 : 2); // warm-up, not counted
   // A whole number of rounds per process, so that every process weighs alike.
   const count = processes * Math.max(1, Math.round(seconds / ROUND_SECONDS / processes));
   const rounds = Object.fromEntries(servers.map((s) => [s.who, []]));
@@ -264,8 +292,8 @@ async function compare(mix, servers, bodies, expected) {
       // Each process has been idle since its last round (the longer, the more processes), and the injector's first
       // half-second of load after such a pause cost it more (188 against 163 to 175 µs per `distinct` admission
       // with eight processes); the floors' did not. Measured from steady load, as a busy webhook runs.
-      if (!check) await load(instance.url, bodies, expected, ROUND_WARM_UP_SECONDS);
-      rounds[s.who].push(await round(`${mix} ${s.who}`, instance, instance.url, bodies, expected, seconds / count));
+      if (!check) await load(instance.url, bodies, s.expected, ROUND_WARM_UP_SECONDS);
+      rounds[s.who].push(await round(`${mix} ${s.who}`, instance, instance.url, bodies, s.expected, seconds / count));
     }
   }
   /** One server against another, round by round: the median of the rounds' ratios (above 1, `who` is faster). */
@@ -286,12 +314,12 @@ async function compare(mix, servers, bodies, expected) {
     ratioToBare: ratioOf('injector', 'bare'),
     busyToFloor: ratioOf('busy', 'floor'),
     ratioToBusy: ratioOf('injector', 'busy'),
-    ...(rounds.baseline && { ratioToBaseline: ratioOf('injector', 'baseline') }),
+    ...(rounds.baseline && { ratioToBaseline: ratioOf('injector', 'baseline'), noClusterRatioToBaseline: ratioOf('no-cluster', 'baseline-no-cluster') }),
   };
 }
 
-/** The arguments that start `serve` from a build's dist/ on `port`, with the run's serving certificate. */
-const serve = (dist) => (port) => serveArgs(dist, tlsDir, port);
+/** The arguments that start `serve` from a build's dist/ on `port`, with the run's serving certificate, on a path. */
+const serve = (dist, path = 'cluster') => (port) => serveArgs(dist, tlsDir, port, path === 'cluster' ? kubeconfig : undefined);
 
 // The serving certificate, made once by the injector itself, shared by all the servers.
 {
@@ -302,46 +330,56 @@ const serve = (dist) => (port) => serveArgs(dist, tlsDir, port);
 const figures = { node: process.version, seconds, processes, connections, requestsPerMix, pinned: canPin(), ...(baseline && { baseline }), mixes: {} };
 for (const mix of mixes) {
   const bodies = MIXES[mix](requestsPerMix);
-  const expected = new Map();
-  for (const body of bodies) {
-    const answer = await expectedAnswer(body);
-    expected.set(answer.response.uid, answer);
+  const expectedOn = {};
+  for (const path of Object.keys(SOURCES)) {
+    expectedOn[path] = new Map();
+    for (const body of bodies) {
+      const answer = await expectedAnswer(body, path);
+      expectedOn[path].set(answer.response.uid, answer);
+    }
+    if (mix !== 'skip' && [...expectedOn[path].values()].some((a) => a.response.patchType !== 'JSONPatch')) throw new Error(`${mix}: a request of this mix is not injected (${path})`);
   }
-  if (mix !== 'skip' && [...expected.values()].some((a) => a.response.patchType !== 'JSONPatch')) throw new Error(`${mix}: a request of this mix is not injected`);
+  const expected = expectedOn.cluster;
   const ownWork = await ownWorkMicros(bodies);
   const answersPath = join(dir, `${mix}-answers.json`);
   writeFileSync(answersPath, JSON.stringify(Object.fromEntries([...expected].map(([uid, a]) => [uid, JSON.stringify(a)]))));
 
   /** `processes` processes of one server, started one after the other. */
-  const startAll = async (who, argsFor, ready) => {
+  const startAll = async (who, argsFor, ready, answers = expected) => {
     const instances = [];
     for (let i = 0; i < processes; i++) {
       const port = await freePort();
       instances.push({ ...(await start(who, argsFor(port), ready)), url: `https://127.0.0.1:${port}/` });
     }
-    return { who, instances };
+    return { who, instances, expected: answers };
   };
+  const injectors = [['injector', join(root, 'dist')], ...(baseline ? [['baseline', baseline]] : [])];
   const servers = [
     await startAll('floor', (port) => [join(root, 'bench', 'floor-server.mjs'), 'fastify', tlsDir, answersPath, String(port)], 'listening'),
     await startAll('bare', (port) => [join(root, 'bench', 'floor-server.mjs'), 'node', tlsDir, answersPath, String(port)], 'listening'),
     await startAll('busy', (port) => [join(root, 'bench', 'floor-server.mjs'), 'node', tlsDir, answersPath, String(port), ownWork.toFixed(1)], 'listening'),
-    await startAll('injector', serve(join(root, 'dist')), 'proxy-injector listening'),
   ];
-  if (baseline !== undefined) servers.push(await startAll('baseline', serve(baseline), 'proxy-injector listening'));
-  const compared = await compare(mix, servers, bodies, expected);
+  for (const [who, dist] of injectors) {
+    servers.push(await startAll(who, serve(dist), 'proxy-injector listening'));
+    servers.push(await startAll(who === 'injector' ? 'no-cluster' : `${who}-no-cluster`, serve(dist, 'no-cluster'), 'proxy-injector listening', expectedOn['no-cluster']));
+  }
+  const readsBefore = [...fakeCluster.reads.values()].reduce((a, b) => a + b, 0);
+  const compared = await compare(mix, servers, bodies);
+  compared.apiReads = [...fakeCluster.reads.values()].reduce((a, b) => a + b, 0) - readsBefore;
   for (const s of servers) for (const i of s.instances) await stop(i.child);
   figures.mixes[mix] = { ownWorkMicros: Number(ownWork.toFixed(1)), ...compared };
   const answeredBy = (f) => `${f.requests} requests, ${f.failures} failed`;
-  console.error(`bench: ${mix}: ${servers.map((s) => `${s.who} ${answeredBy(compared[s.who])}`).join('; ')}`);
+  console.error(`bench: ${mix}: ${servers.map((s) => `${s.who} ${answeredBy(compared[s.who])}`).join('; ')}; ${compared.apiReads} reads of the fake API`);
 }
 
+const SERVERS = ['floor', 'bare', 'busy', 'injector', 'no-cluster', 'baseline', 'baseline-no-cluster'];
 if (process.exitCode) {
   console.error('bench: not reported: some responses were wrong or failed');
   process.exit(1);
 }
 if (check) {
-  const counted = Object.values(figures.mixes).reduce((n, m) => n + m.floor.requests + m.bare.requests + m.busy.requests + m.injector.requests + (m.baseline?.requests ?? 0), 0);
-  console.log(`bench check: ${counted} responses from the three floors and the injector${baseline ? ' and the baseline' : ''}, all allowed with the expected patch`);
+  const counted = Object.values(figures.mixes).reduce((n, m) => n + SERVERS.reduce((k, who) => k + (m[who]?.requests ?? 0), 0), 0);
+  console.log(`bench check: ${counted} responses from the three floors and the injector in a cluster and without${baseline ? ', and the baseline' : ''}, all allowed with the expected patch`);
   process.exit(0);
 }
 
@@ -380,11 +418,11 @@ for (const [cell, { containers, annotations }] of sized.entries()) {
 }
 figures.series = series;
 
-console.log(`webhook vs floors: node ${process.version}, NODE_OPTIONS="${nodeOptions}", ${seconds}s per server in rotating rounds over ${processes} processes each, ${connections} keep-alive connections, ${requestsPerMix} distinct requests per mix, servers pinned to one core: ${canPin() ? 'yes' : 'no'}${baseline ? `, baseline ${baseline}` : ''}`);
+console.log(`webhook vs floors (injector: in a cluster behind a fake API; no-cluster: --no-cluster): node ${process.version}, NODE_OPTIONS="${nodeOptions}", ${seconds}s per server in rotating rounds over ${processes} processes each, ${connections} keep-alive connections, ${requestsPerMix} distinct requests per mix, servers pinned to one core: ${canPin() ? 'yes' : 'no'}${baseline ? `, baseline ${baseline}` : ''}`);
 console.log('| mix | server | req/s | p50 ms | p99 ms | max ms | CPU µs/admission | RSS MiB | ready ms | injector/floor req/s | floor/injector CPU | injector/bare req/s | bare/injector CPU |');
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const [mix, m] of Object.entries(figures.mixes)) {
-  for (const who of ['floor', 'bare', 'busy', 'injector', 'baseline']) {
+  for (const who of SERVERS) {
     const f = m[who];
     if (f === undefined) continue;
     const ratios = who === 'injector' ? `${m.ratio.requestsPerSecond} | ${m.ratio.cpuPerAdmission} | ${m.ratioToBare.requestsPerSecond} | ${m.ratioToBare.cpuPerAdmission}` : ' | | | ';
@@ -399,9 +437,12 @@ for (const [mix, m] of Object.entries(figures.mixes)) {
 }
 if (baseline) {
   console.log('\ninjector against the baseline (medians of the rounds\' ratios; above 1, the injector is faster):');
-  console.log('| mix | injector/baseline req/s | baseline/injector CPU |');
-  console.log('|---|---|---|');
-  for (const [mix, m] of Object.entries(figures.mixes)) console.log(`| ${mix} | ${m.ratioToBaseline.requestsPerSecond} | ${m.ratioToBaseline.cpuPerAdmission} |`);
+  console.log('| mix | injector/baseline req/s | baseline/injector CPU | the same without a cluster: req/s | CPU |');
+  console.log('|---|---|---|---|---|');
+  for (const [mix, m] of Object.entries(figures.mixes)) {
+    const [a, b] = [m.ratioToBaseline, m.noClusterRatioToBaseline];
+    console.log(`| ${mix} | ${a.requestsPerSecond} | ${a.cpuPerAdmission} | ${b.requestsPerSecond} | ${b.cpuPerAdmission} |`);
+  }
 }
 console.log('\nper admission in process (handler + response JSON, body already parsed), µs, by containers (rows) and annotations (columns):');
 console.log('| containers | 1 | 100 | 1000 |');
