@@ -11,6 +11,7 @@ import { InjectorMetrics } from '../../src/server/metrics.js';
 import { buildWebhookApp, DEFAULT_LIMITS, jsonSyntaxReason, type WebhookApp } from '../../src/server/webhook.js';
 import { inject } from '../support/inject.js';
 import { admissionReview, decodedPatch } from '../support/admission.js';
+import { inject as injectPod, riskWarning, type StartupRisk } from '../../src/engine/index.js';
 import { applied, names, pod, testConfig } from '../support/engine.js';
 
 const silent = pino({ level: 'silent' });
@@ -118,13 +119,20 @@ describe('round trips', () => {
     expect(warnings[0]).toMatch(/^ignored annotation config\.linkerd\.io\/admin-port/);
     expect(warnings[1]).toMatch(/^start-up risk \(proxy_never_exits\): the pod runs to completion \(restartPolicy Never\)/);
     expect(warnings[2]).toMatch(/^start-up risk \(proxy_await_disabled\): /);
-    // Eleven init containers under the CNI plugin: eleven risks, of which ten are shown and the rest counted.
+    // Eleven init containers under the CNI plugin: eleven risks, of which ten are shown and the rest counted; names
+    // long enough for each risk to say more than a warning holds.
     const cni = setup({ config: () => testConfig((v) => (v.cniEnabled = true)) });
-    const inits = Array.from({ length: 11 }, (_, i) => ({ name: `init-${i}`, image: 'busybox' }));
+    const inits = Array.from({ length: 11 }, (_, i) => ({ name: `database-schema-migration-step-${i}`, image: 'busybox' }));
     const many = (await post(cni.app, admissionReview(pod({ annotations: { 'linkerd.io/inject': 'enabled' }, spec: { initContainers: inits, containers: [{ name: 'app', image: 'a' }] } })))).json().response.warnings as string[];
     expect(many).toHaveLength(11);
     expect(many[10]).toBe('and 1 more');
-    for (const w of many.slice(0, 10)) expect(w.length).toBeLessThanOrEqual(240);
+    // The warning is the risk's first 237 characters and an ellipsis.
+    const risks = injectPod({ object: pod({ annotations: { 'linkerd.io/inject': 'enabled' }, spec: { initContainers: inits, containers: [{ name: 'app', image: 'a' }] } }), config: testConfig((v) => (v.cniEnabled = true)) }).risks;
+    for (const [i, w] of many.slice(0, 10).entries()) {
+      const full = riskWarning(risks[i] as StartupRisk);
+      expect(full.length).toBeGreaterThan(240);
+      expect(w).toBe(`${full.slice(0, 237)}...`);
+    }
   });
 
   it('operations other than CREATE are allowed untouched', async () => {
