@@ -178,7 +178,9 @@ function staticProblems(c: Shown): string[] {
     const script = sub === 'run' ? c.argv[2] : sub;
     if (!script || !pkg.scripts?.[script]) problems.push(`npm ${sub} ${script ?? ''}: package.json has no script ${script}`);
   } else if (program === 'node') {
-    if (!existsSync(join(ROOT, sub ?? ''))) problems.push(`node ${sub}: no such file`);
+    // A file of dist/ is there once `npm run build` compiled its source, which a fresh clone has not done yet.
+    const file = sub?.startsWith('dist/') ? sub.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts') : (sub ?? '');
+    if (!existsSync(join(ROOT, file))) problems.push(`node ${sub}: no such file${file === sub ? '' : ` (${file} builds it)`}`);
   } else if (program === 'docker') {
     if (sub === 'build') {
       const tag = optionValues('-t')[0] ?? '';
