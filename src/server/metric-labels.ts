@@ -75,7 +75,8 @@ export class ConfigLabelValues {
 /**
  * Counts the distinct label sets of one counter, and what they hold, and says when a cap is reached. The caller then
  * reports a new set with its open labels (namespace, owner kind, configuration) as `other`, so the sets that remain
- * possible are the product of the closed labels only (annotation_at, skip, skip_reason).
+ * possible are the product of the closed labels only (annotation_at, skip, skip_reason). A set rather than an
+ * lru-cache: prom-client keeps every series until exit, so a set forgotten would be counted a second time.
  */
 export class LabelSetCap {
   private readonly keys = new Set<string>();
