@@ -1,9 +1,10 @@
 /**
  * `npm run bench:profile`: where `proxy-injector serve` spends its CPU under a request mix, by kind of work.
  *
- * For each mix (bench/reviews.mjs), `serve --no-cluster` from a build's dist/ runs under V8's sampling profiler
+ * For each mix (bench/reviews.mjs), `serve` from a build's dist/ runs under V8's sampling profiler
  * (`--cpu-prof`, a sample every 100 µs) with the Dockerfile's NODE_OPTIONS, pinned to CPU 0, and is loaded from CPU 1
- * by autocannon (16 keep-alive connections, after two seconds of warm-up). Then the profile's samples are put into
+ * by autocannon (16 keep-alive connections, after two seconds of warm-up): in a cluster behind a fake API server, as
+ * bench:server runs it, or with `--no-cluster`. Then the profile's samples are put into
  * kinds of work by the stack they were taken in (the first rule that matches, top to bottom in KINDS below) and printed
  * as shares of the busy time, with the µs per admission each share makes of the CPU the process used while loaded, and
  * the functions that used the most time themselves. Start-up is left out.
@@ -11,7 +12,7 @@
  * The profiler costs time of its own, more the deeper the stacks: a share is the figure to compare, not the µs (those
  * without the profiler come from bench:server). Responses are counted, not checked: bench:server checks them.
  *
- * Environment: BENCH_MIXES (rollout,distinct), BENCH_SECONDS (10), BENCH_CONNECTIONS (16), BENCH_DIST (dist; another
+ * Environment: BENCH_PATH (cluster, or no-cluster), BENCH_MIXES (rollout,distinct), BENCH_SECONDS (10), BENCH_CONNECTIONS (16), BENCH_DIST (dist; another
  * build's dist/ inside this repository, such as a BENCH_BASELINE copy, to profile that build the same way), BENCH_TOP
  * (functions listed per mix, 12).
  */
@@ -21,7 +22,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { MIXES } from './reviews.mjs';
+import { startFakeCluster } from './fake-cluster.mjs';
+import { clusterOf, MIXES } from './reviews.mjs';
 import { cpuSecondsOf, endsWithThisProcess, imageNodeOptions, listeningUrls, onServerCore, runOnLoadCore, serveArgs, whenThisProcessEnds } from './serve-process.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -30,6 +32,11 @@ const seconds = Number(process.env['BENCH_SECONDS'] ?? '10');
 const connections = Number(process.env['BENCH_CONNECTIONS'] ?? '16');
 const top = Number(process.env['BENCH_TOP'] ?? '12');
 const dist = resolve(root, process.env['BENCH_DIST'] ?? 'dist');
+const path = process.env['BENCH_PATH'] ?? 'cluster';
+if (path !== 'cluster' && path !== 'no-cluster') {
+  console.error(`bench: BENCH_PATH ${JSON.stringify(path)}: cluster or no-cluster`);
+  process.exit(2);
+}
 for (const mix of mixes) {
   if (!MIXES[mix]) {
     console.error(`bench: no mix ${JSON.stringify(mix)}; the mixes are ${Object.keys(MIXES).join(', ')}`);
@@ -105,10 +112,12 @@ async function load(url, bodies, duration) {
 
 const pct = (share) => `${(100 * share).toFixed(1).padStart(5)}%`;
 const nodeOptions = imageNodeOptions(root);
-console.log(`bench: profiling ${relative(root, dist) || dist} under Node ${process.versions.node}, NODE_OPTIONS="${nodeOptions}", ${seconds} s per mix, ${connections} connections`);
+const fakeCluster = path === 'cluster' ? await startFakeCluster(clusterOf(500)) : undefined;
+const kubeconfig = fakeCluster?.kubeconfig(dir);
+console.log(`bench: profiling ${relative(root, dist) || dist} (${path}) under Node ${process.versions.node}, NODE_OPTIONS="${nodeOptions}", ${seconds} s per mix, ${connections} connections`);
 for (const mix of mixes) {
   const profiles = join(dir, mix);
-  const args = ['--cpu-prof', '--cpu-prof-dir', profiles, '--cpu-prof-interval', '100', ...serveArgs(dist, join(dir, 'tls'))];
+  const args = ['--cpu-prof', '--cpu-prof-dir', profiles, '--cpu-prof-interval', '100', ...serveArgs(dist, join(dir, 'tls'), 0, kubeconfig)];
   const child = endsWithThisProcess(
     spawn(...onServerCore(args), {
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -140,3 +149,4 @@ for (const mix of mixes) {
   for (const { name, share } of self.slice(0, top)) console.log(`  ${pct(share)}  ${name}`);
   if (failed > 0) process.exitCode = 1;
 }
+await fakeCluster?.close();
