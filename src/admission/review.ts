@@ -1,5 +1,5 @@
 /** Validating an incoming AdmissionReview, and building the response and the review that answer it. */
-import { isObject } from '../engine/index.js';
+import { clip, isObject } from '../engine/index.js';
 import {
   SUPPORTED_API_VERSIONS,
   type AdmissionApiVersion,
@@ -145,7 +145,7 @@ export function encodeResponseTail(response: AdmissionResponse): Buffer {
 /** Kubernetes limits what it shows of warnings; keep each one short and their number small. */
 export function boundedWarnings(warnings: readonly string[], max = 10, maxLength = 240): string[] | undefined {
   if (warnings.length === 0) return undefined;
-  const clipped = warnings.slice(0, max).map((w) => (w.length > maxLength ? `${w.slice(0, maxLength - 3)}...` : w));
+  const clipped = warnings.slice(0, max).map((w) => clip(w, maxLength));
   if (warnings.length > max) clipped.push(`and ${warnings.length - max} more`);
   return clipped;
 }

@@ -31,7 +31,7 @@ export { copyPlain, isObject, objectsIn, selects, setOwn } from './k8s.js';
 export type { Container, Json, LabelSelector, PodSpec } from './k8s.js';
 export { isWorkloadKind, mapValue, misplacedText, objectName, stringMap, templateAnnotationsPath } from './workload.js';
 export { addMapEntries } from './patch.js';
-export { compareCodeUnits, lineAt, oneLine } from './text.js';
+export { clip, compareCodeUnits, lineAt, oneLine } from './text.js';
 export { parseGoDuration } from './parsers.js';
 export { INBOUND_POLICIES, OVERRIDE_RULES, overrideRule, refusal } from './override-rules.js';
 export type { OverrideRule, ParseContext, Parsed } from './override-rules.js';

@@ -11,8 +11,8 @@
 import { EngineError } from './errors.js';
 import { pushAll, type Container } from './k8s.js';
 import { INIT_CONTAINER } from './names.js';
-import { parseCidr, parseGoBool, parseGoInt, parsePortRange, trimGoSpace } from './parsers.js';
-import type { Cidr, PortRange } from './parsers.js';
+import { parseCidr, parseGoBool, parseGoInt, parsePortRange, trimGoSpace, type Cidr, type PortRange } from './parsers.js';
+import { clip } from './text.js';
 
 /**
  * The nat table after linkerd-init ran: the chain lines, then the `-A` lines, as `iptables-save -t nat` prints them
@@ -272,7 +272,7 @@ function validate(o: InitOptions): void {
 }
 
 /** A list or item as a reason quotes it: its start only, since start-up risks carry reasons into Events. */
-const shown = (text: string): string => (text.length > 63 ? `${text.slice(0, 60)}...` : text);
+const shown = (text: string): string => clip(text, 63);
 
 const isPort = (n: number): boolean => Number.isInteger(n) && n >= 0 && n <= 65535;
 

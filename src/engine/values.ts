@@ -6,6 +6,7 @@ import { pushAll, setOwn, type EnvVar } from './k8s.js';
 import { subnetsRefusal } from './iptables.js';
 import { XTABLES_LOCK_VOLUME } from './names.js';
 import { parseCidr, parseQuantity } from './parsers.js';
+import { clip } from './text.js';
 
 /**
  * The YAML parser, loaded when a values document is first read: a server given only trust anchors never needs it, and
@@ -351,7 +352,7 @@ function decodeApiTypes(values: LinkerdValues): void {
 function printable(text: string): string {
   // eslint-disable-next-line no-control-regex
   const escaped = text.replace(/[\u0000-\u001f\u007f-\u009f\ufffd\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-  return escaped.length > 120 ? `${escaped.slice(0, 117)}...` : escaped;
+  return clip(escaped, 120);
 }
 
 /**
