@@ -361,6 +361,18 @@ describe('a pod whose inputs changed after it started is drifted, with the kind 
     expect(v).toMatchObject({ verdict: 'drifted', differences: [only] });
   });
 
+  it('a field the injector sets that the API server also defaults, set otherwise', () => {
+    const config = testConfig();
+    const pod = running(config);
+    const proxy = ((pod['spec'] as Obj)['containers'] as Obj[]).find((c) => c['name'] === 'linkerd-proxy') as Obj;
+    proxy['terminationMessagePolicy'] = 'File';
+    (proxy['resources'] as Obj)['limits'] = { memory: '1Gi' };
+    expect(differences(verdict(pod, config))).toEqual([
+      { kind: 'proxy_resources', path: 'containers[linkerd-proxy].resources' },
+      { kind: 'proxy_config', path: 'containers[linkerd-proxy].terminationMessagePolicy' },
+    ]);
+  });
+
   it('a container another program changed, and one it added to the proxy', () => {
     const config = testConfig();
     const pod = running(config);
@@ -405,6 +417,11 @@ describe('a pod the comparison cannot read', () => {
       return pod;
     }],
     ['no trust anchors configured', () => good()],
+    ['annotations larger than the API server accepts', () => {
+      const pod = good();
+      ((pod['metadata'] as Obj)['annotations'] as Obj)['big'] = 'x'.repeat(300 * 1024);
+      return pod;
+    }],
   ];
 
   it.each(cases)('%s is unreadable, with a reason', (name, make) => {
