@@ -60,8 +60,11 @@ export type DriftRequest = Pick<
   'config' | 'namespace' | 'namespaceAnnotations' | 'origin' | 'kubectlDefaultContainer'
 > & {
   pod: unknown;
-  /** The workload that owns the pod; by default the one its `linkerd.io/proxy-<kind>` label names. */
-  owner?: Owner;
+  /**
+   * The workload that owns the pod; by default the one its `linkerd.io/proxy-<kind>` label names. `null` when the
+   * admission being compared with had none, so that the label cannot stand in for it.
+   */
+  owner?: Owner | null;
 };
 
 /** The longest value text a difference carries: a trust bundle or a hostile field would otherwise fill a report. */
@@ -118,7 +121,8 @@ function reinjected(request: DriftRequest, pod: Record<string, unknown>): Reinje
   jsonPatch.applyPatch(copy, removal.patch as Operation[], false, true);
   restoreInjectAnnotation(copy, pod);
   const metadata = mapAt(pod, 'metadata');
-  const owner = request.owner ?? labelledOwner(mapAt(metadata, 'labels') as Record<string, string>);
+  const labelled = (): Owner | undefined => labelledOwner(mapAt(metadata, 'labels') as Record<string, string>);
+  const owner = request.owner === null ? undefined : (request.owner ?? labelled());
   const result = inject({
     object: copy,
     kind: 'Pod',

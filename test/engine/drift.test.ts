@@ -352,6 +352,15 @@ describe('a pod whose inputs changed after it started is drifted, with the kind 
     expect(found).toContainEqual({ kind: 'pod_metadata', path: `metadata.annotations[${ANNOTATIONS.proxyLogLevel}]` });
   });
 
+  it('an owner the pod names but the admission compared with had none (owner: null)', () => {
+    const config = testConfig();
+    const pod = running(config);
+    expect(differences(podDrift({ pod, config, namespace: 'shop', owner: null }))).toEqual([
+      { kind: 'pod_metadata', path: 'metadata.labels[linkerd.io/proxy-deployment]' },
+    ]);
+    expect(podDrift({ pod, config, namespace: 'shop' })).toMatchObject({ verdict: 'current' });
+  });
+
   it('a proxy a fresh admission would not inject at all', () => {
     const config = testConfig();
     const pod = running(config);
