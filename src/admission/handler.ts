@@ -15,6 +15,7 @@ import {
   type ResourceConstraints,
 } from '../engine/index.js';
 import { recordOf, type AdmissionRecord, type TemplateAnswerLru } from './template-answer-lru.js';
+import type { ShadowInputs } from './shadow.js';
 import { failureOf, type AdmissionFailure } from './failures.js';
 import { ownerReferencesOf, type OwnerReference } from './owner-references.js';
 import { allowed, boundedWarnings, denied, encodeResponseTail, patched, reviewHeadOf, serializeReview } from './review.js';
@@ -66,8 +67,16 @@ export type HandledAdmission =
   /**
    * The engine's record (without the patch when the answer came from the cache), the owner resolved for a pod, and,
    * for a pod that asked for injection, the response's JSON after its uid, encoded once and shared with the cache.
+   * `shadow`, for a pod that already has a proxy, is what the answer was made of, for its shadow verdict.
    */
-  | { kind: 'evaluated'; response: AdmissionResponse; result: AdmissionRecord; owner?: Owner; responseTail?: Buffer }
+  | {
+      kind: 'evaluated';
+      response: AdmissionResponse;
+      result: AdmissionRecord;
+      owner?: Owner;
+      responseTail?: Buffer;
+      shadow?: ShadowInputs;
+    }
   /** The object could not be evaluated: admitted unchanged when that is safe, denied with the reason otherwise. */
   | { kind: 'failed'; response: AdmissionResponse; failure: AdmissionFailure; owner?: Owner };
 
@@ -105,11 +114,31 @@ function safeToAdmitUnevaluated(kind: string, object: Record<string, unknown>, n
 }
 
 /** The record of an evaluated admission; built field by field, since spreading an optional owner in cost more. */
-function evaluated(response: AdmissionResponse, result: AdmissionRecord, owner: Owner | undefined, responseTail?: Buffer): HandledAdmission {
+function evaluated(response: AdmissionResponse, result: AdmissionRecord, owner: Owner | undefined, responseTail?: Buffer): Extract<HandledAdmission, { kind: 'evaluated' }> {
   const out: HandledAdmission = { kind: 'evaluated', response, result };
   if (owner) out.owner = owner;
   if (responseTail) out.responseTail = responseTail;
   return out;
+}
+
+/**
+ * An evaluated admission of a pod that already has a proxy carries what its answer was made of, so that the server can
+ * give the shadow verdict after answering; any other goes as it is. The owner is `null` when the admission had none, so
+ * that the pod's label cannot stand in for it.
+ */
+function withShadow(
+  handled: Extract<HandledAdmission, { kind: 'evaluated' }>,
+  sources: AdmissionSources,
+  config: InjectorConfig,
+  namespace: string,
+  namespaceAnnotations: Record<string, string>,
+): HandledAdmission {
+  const result = handled.result;
+  if (result.kind !== 'pod' || !result.reasons.some((r) => r.code === 'sidecar_already_exists')) return handled;
+  const owner = handled.owner ?? null;
+  handled.shadow = { config, namespace, namespaceAnnotations, origin: 'webhook', owner };
+  if (sources.kubectlDefaultContainer) handled.shadow.kubectlDefaultContainer = true;
+  return handled;
 }
 
 /**
@@ -202,7 +231,7 @@ function evaluate(
   if (cached) {
     const result = { ...cached.result, name: locate(object, kind).name };
     const response = cached.patch !== undefined ? patched(uid, cached.patch, cached.warnings) : allowed(uid, cached.warnings);
-    return evaluated(response, result, owner, cached.responseTail);
+    return withShadow(evaluated(response, result, owner, cached.responseTail), sources, config, namespace, nsAnnotations);
   }
   const result = inject({
     object,
@@ -221,10 +250,10 @@ function evaluate(
   const warnings = boundedWarnings([...owners.warnings, ...result.warnings, ...result.risks.map(riskWarning)]);
   const patch = result.patch.length > 0 ? Buffer.from(JSON.stringify(result.patch)).toString('base64') : undefined;
   const response = patch !== undefined ? patched(uid, patch, warnings) : allowed(uid, warnings);
-  if (!answers || key === undefined) return evaluated(response, result, owner);
+  if (!answers || key === undefined) return withShadow(evaluated(response, result, owner), sources, config, namespace, nsAnnotations);
   const responseTail = encodeResponseTail(response);
   answers.keep(key, { result: recordOf(result), patch, warnings, responseTail });
-  return evaluated(response, result, owner, responseTail);
+  return withShadow(evaluated(response, result, owner, responseTail), sources, config, namespace, nsAnnotations);
 }
 
 /** An object that could not be evaluated: admitted unchanged when that is safe, denied with the reason otherwise. */

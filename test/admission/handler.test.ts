@@ -95,6 +95,21 @@ describe('handleAdmission', () => {
     expect(handled.response.allowed).toBe(true);
   });
 
+  it('a pod that already has a proxy carries the inputs of its answer for the shadow verdict; other pods do not', async () => {
+    const owner = { kind: 'deployment', name: 'web' };
+    const nsAnnotations = { 'linkerd.io/inject': 'enabled' };
+    const more = { namespaceAnnotations: () => nsAnnotations, owner: () => owner };
+    const first = await handleAdmission(request(enabled()), sources(more));
+    expect(first.kind).toBe('evaluated');
+    expect(first.kind === 'evaluated' && 'shadow' in first).toBe(false);
+    const injected = applied(enabled(), decodedPatch({ response: first.response }));
+    const again = await handleAdmission(request(injected), sources(more));
+    expect(again.kind === 'evaluated' && again.result.reasons.map((r) => r.code)).toContain('sidecar_already_exists');
+    expect(again.kind === 'evaluated' && again.shadow).toEqual({ config, namespace: 'shop', namespaceAnnotations: nsAnnotations, origin: 'webhook', owner });
+    const unowned = await handleAdmission(request(injected), sources());
+    expect(unowned.kind === 'evaluated' && unowned.shadow && unowned.shadow.owner).toBeNull();
+  });
+
   it('the namespace annotation enables a pod that says nothing itself', async () => {
     const handled = await handleAdmission(request(plain()), sources({ namespaceAnnotations: () => ({ 'linkerd.io/inject': 'enabled' }) }));
     expect(handled.kind === 'evaluated' && handled.result.outcome).toBe('injected');
