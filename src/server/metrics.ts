@@ -209,6 +209,13 @@ export class InjectorMetrics {
   );
   /** Kubernetes Events, by whether writing them worked, failed, or was dropped because too many were waiting. */
   readonly events = new DeferredCounter('proxy_inject_events_total', 'Kubernetes Events the injector recorded, by result: written, failed or dropped.', ['result']);
+  /** Pods that arrived with a proxy already, by whether this injector's own answer would have made the same pod. */
+  readonly shadowVerdicts = new DeferredCounter(
+    'proxy_inject_shadow_total',
+    "Pods that arrived with a proxy already (another injector's, during the swap), by verdict: same (this " +
+      'injector would have made the same pod), differs or unreadable.',
+    ['verdict'],
+  );
   private registry: Promise<Registry> | undefined;
 
   constructor(private readonly options: { processMetrics?: boolean } = {}) {}
@@ -221,7 +228,7 @@ export class InjectorMetrics {
     this.registry ??= import('prom-client').then(({ Counter, Registry, collectDefaultMetrics }) => {
       const registry = new Registry();
       if (this.options.processMetrics !== false) collectDefaultMetrics({ register: registry });
-      for (const deferred of [this.requests, this.responses, this.failures, this.refusals, this.configReloads, this.certificateReloads, this.watchRestarts, this.namespaceLookups, this.events]) {
+      for (const deferred of [this.requests, this.responses, this.failures, this.refusals, this.configReloads, this.certificateReloads, this.watchRestarts, this.namespaceLookups, this.events, this.shadowVerdicts]) {
         const counter: Counter = new Counter({
           name: deferred.name,
           help: deferred.help,

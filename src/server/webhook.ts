@@ -11,10 +11,12 @@ import {
   handleAdmission,
   parseReview,
   ReviewError,
+  shadowVerdict,
   type AdmissionRequest,
   type AdmissionSources,
   type HandledAdmission,
   type ParsedReview,
+  type ShadowInputs,
 } from '../admission/index.js';
 import { lineAt, objectName, oneLine } from '../engine/index.js';
 import { BYTES_PER_VALUE, InFlightBytes, readBody, type BodyCharge, type BodyRefusal } from './body.js';
@@ -342,7 +344,12 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     metrics.record(handled, admission.namespace ?? '', (performance.now() - started) / 1e3);
     logAdmission(logger, debug, admission, handled);
     options.onAdmitted?.(handled, admission);
-    return reply.code(200).header('content-type', JSON_TYPE).send(body);
+    const sent = reply.code(200).header('content-type', JSON_TYPE).send(body);
+    // Once the answer is on its way: the verdict is a report beside it, and must not delay or change it.
+    if (handled.kind === 'evaluated' && handled.shadow) {
+      reportShadow(logger, metrics, admission, handled, handled.shadow);
+    }
+    return sent;
   };
 
   app.post('/', { onRequest: countBody }, async (request, reply) => {
@@ -411,6 +418,36 @@ function refuseConnect(server: HttpServer, refuse: (refusal: Refusal) => void): 
     refuse(new Refusal(404, text.trimEnd(), 'not_found'));
     socket.end(`HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: ${TEXT}\r\n\r\n${text}`, () => socket.destroy());
   });
+}
+
+/**
+ * The shadow verdict on a pod that arrived with a proxy: counted, and when this injector would have made another pod,
+ * one line naming the pod's owner and the difference to look at first. Dry runs count: theirs is the same pod.
+ */
+function reportShadow(
+  log: Logger,
+  metrics: InjectorMetrics,
+  request: AdmissionRequest,
+  handled: HandledAdmission,
+  inputs: ShadowInputs,
+): void {
+  const shadow = shadowVerdict(request.object, inputs);
+  metrics.shadowVerdicts.inc({ verdict: shadow.verdict });
+  if (shadow.verdict === 'same') return;
+  const resource = resourceName(request, handled);
+  const review = { uid: request.uid, dryRun: request.dryRun === true };
+  if (shadow.verdict === 'unreadable') {
+    log.info({ ...review, reason: shadow.reason }, `no shadow verdict for ${resource}: ${shownName(shadow.reason)}`);
+    return;
+  }
+  const { first, count } = shadow;
+  const owner = inputs.owner ? shownName(`${inputs.owner.kind}/${inputs.owner.name}`) : resource;
+  const details: Record<string, unknown> = { ...review, owner, path: first.path, kind: first.kind, differences: count };
+  if (first.documented) details['documented'] = first.documented;
+  if (first.expected !== undefined) details['expected'] = first.expected;
+  if (first.actual !== undefined) details['actual'] = first.actual;
+  const where = `${shownName(first.path)} (${first.kind})`;
+  log.warn(details, `shadow verdict for ${resource} of ${owner}: differs from this injector's answer at ${where}`);
 }
 
 /**
