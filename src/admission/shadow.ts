@@ -16,8 +16,21 @@ export type ShadowVerdict =
   | { verdict: 'differs'; first: Drift; count: number }
   | { verdict: 'unreadable'; reason: string };
 
-/** The verdict on a pod that already has a proxy; nothing the pod carries makes this throw. */
-export function shadowVerdict(pod: unknown, inputs: ShadowInputs): ShadowVerdict {
+/**
+ * The largest review compared. The comparison holds about seven times the pod's bytes while it runs, outside the
+ * in-flight budget, so a pod beyond any real one (the API server allows 256 KiB of annotations) is left to `check pods`.
+ */
+export const MAX_SHADOW_BYTES = 256 * 1024;
+
+/**
+ * The verdict on a pod that already has a proxy, from a review of `reviewBytes`; nothing the pod carries makes this
+ * throw.
+ */
+export function shadowVerdict(pod: unknown, inputs: ShadowInputs, reviewBytes: number): ShadowVerdict {
+  if (reviewBytes > MAX_SHADOW_BYTES) {
+    const reason = `the review is ${reviewBytes} bytes, more than the ${MAX_SHADOW_BYTES} compared during admission; \`check pods\` compares the running pod`;
+    return { verdict: 'unreadable', reason };
+  }
   try {
     const drift = podDrift({ ...inputs, pod });
     if (drift.verdict === 'current') return { verdict: 'same' };

@@ -339,7 +339,7 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
   };
 
   /** Writes the answer to an admission the handler has dealt with, and says what was done. */
-  const send = (reply: FastifyReply, { apiVersion, request: admission }: ParsedReview, handled: HandledAdmission, started: number, debug: boolean): FastifyReply => {
+  const send = (reply: FastifyReply, { apiVersion, request: admission }: ParsedReview, handled: HandledAdmission, started: number, debug: boolean, bodyBytes: number): FastifyReply => {
     const body = answerBody(apiVersion, admission.uid, handled);
     metrics.record(handled, admission.namespace ?? '', (performance.now() - started) / 1e3);
     logAdmission(logger, debug, admission, handled);
@@ -347,7 +347,7 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     const sent = reply.code(200).header('content-type', JSON_TYPE).send(body);
     // Once the answer is on its way: the verdict is a report beside it, and must not delay or change it.
     if (handled.kind === 'evaluated' && handled.shadow) {
-      reportShadow(logger, metrics, admission, handled, handled.shadow);
+      reportShadow(logger, metrics, admission, handled, handled.shadow, bodyBytes);
     }
     return sent;
   };
@@ -364,8 +364,9 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
         `received admission review request "${shownName(admission.uid)}" for ${shownName(`${admission.kind.kind.toLowerCase()}/${admission.namespace ?? ''}/${admission.name || objectName(admission.object) || '(generated name)'}`)}`,
       );
     }
-    const handled = await handleAdmission(admission, sources, { client: request.socket.remoteAddress ?? '', bodyBytes: (request.body as string).length });
-    return send(reply, review, handled, started, debug);
+    const bodyBytes = (request.body as string).length;
+    const handled = await handleAdmission(admission, sources, { client: request.socket.remoteAddress ?? '', bodyBytes });
+    return send(reply, review, handled, started, debug, bodyBytes);
   });
 
   return app;
@@ -430,8 +431,9 @@ function reportShadow(
   request: AdmissionRequest,
   handled: HandledAdmission,
   inputs: ShadowInputs,
+  reviewBytes: number,
 ): void {
-  const shadow = shadowVerdict(request.object, inputs);
+  const shadow = shadowVerdict(request.object, inputs, reviewBytes);
   metrics.shadowVerdicts.inc({ verdict: shadow.verdict });
   if (shadow.verdict === 'same') return;
   const resource = resourceName(request, handled);
