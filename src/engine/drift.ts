@@ -115,12 +115,13 @@ interface Reinjected {
 
 /** The pod with its injection taken out and made again with the request's inputs; no pod when it would be skipped. */
 function reinjected(request: DriftRequest, pod: Record<string, unknown>): Reinjected {
-  // A pod from a list carries no kind; uninject and inject read it as a Pod whatever it says.
-  const copy = { ...(jsonPatch.deepClone(pod) as Record<string, unknown>), kind: 'Pod' };
+  // A pod from a list carries no kind; uninject and inject read it as a Pod whatever it says. Its status and the API
+  // server's record of writers (managedFields, often most of a listed pod) are neither read nor compared.
+  const { managedFields: _writers, ...metadata } = mapAt(pod, 'metadata');
+  const copy = jsonPatch.deepClone({ kind: 'Pod', metadata, spec: pod['spec'] }) as Record<string, unknown>;
   const removal = uninject(copy, { volumes: [request.config.values.proxyInit.xtMountPath.name] });
   jsonPatch.applyPatch(copy, removal.patch as Operation[], false, true);
   restoreInjectAnnotation(copy, pod);
-  const metadata = mapAt(pod, 'metadata');
   const labelled = (): Owner | undefined => labelledOwner(mapAt(metadata, 'labels') as Record<string, string>);
   const owner = request.owner === null ? undefined : (request.owner ?? labelled());
   const result = inject({
@@ -264,6 +265,13 @@ function placed(spec: Record<string, unknown>, name: string): Placed | undefined
   return undefined;
 }
 
+/**
+ * Whether an image is the expected one pinned to a digest (`name:tag@sha256:...`), as admission policies that verify
+ * images rewrite it: the same tag, not a drift.
+ */
+const pinned = (expected: unknown, actual: unknown): boolean =>
+  typeof expected === 'string' && typeof actual === 'string' && /^@sha256:[0-9a-f]{64}$/.test(actual.slice(expected.length)) && actual.startsWith(expected);
+
 /** The containers that run the proxy's image: a new image or version shows on each of them. */
 const PROXY_IMAGE_CONTAINERS = new Set([PROXY_CONTAINER, INIT_CONTAINER, VALIDATOR_CONTAINER]);
 
@@ -311,7 +319,10 @@ function compareContainers(expected: Record<string, unknown>, actual: Record<str
     else inBoth.add(name);
     const fields: FieldDifference[] = [];
     compareFields(want.container, have.container, path, fields);
-    for (const f of fields) out.push(drift(containerFieldKind(name, f.path.slice(path.length), f), f));
+    for (const f of fields) {
+      if (f.path === `${path}.image` && pinned(f.expected, f.actual)) continue;
+      out.push(drift(containerFieldKind(name, f.path.slice(path.length), f), f));
+    }
   }
   for (const list of ['initContainers', 'containers'] as const) {
     const want = order(expected[list], inBoth);

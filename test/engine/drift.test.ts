@@ -393,6 +393,21 @@ describe('a pod whose inputs changed after it started is drifted, with the kind 
       { kind: 'proxy_config', path: 'containers[linkerd-proxy].securityContext.privileged' },
     ]);
   });
+
+  it('an image pinned to a digest only when it is not the same tag', () => {
+    const config = testConfig();
+    const pod = running(config);
+    const proxy = ((pod['spec'] as Obj)['containers'] as Obj[]).find((c) => c['name'] === 'linkerd-proxy') as Obj;
+    const image = proxy['image'] as string;
+    const digest = `@sha256:${'0f'.repeat(32)}`;
+    // What an admission policy that verifies images writes: the same tag, pinned.
+    proxy['image'] = `${image}${digest}`;
+    expect(verdict(pod, config).verdict).toBe('current');
+    proxy['image'] = `${image.replace(/:[^:]+$/, ':edge-26.7.1')}${digest}`;
+    expect(differences(verdict(pod, config))).toEqual([{ kind: 'proxy_image', path: 'containers[linkerd-proxy].image' }]);
+    proxy['image'] = `${image}@sha256:short`;
+    expect(differences(verdict(pod, config))).toEqual([{ kind: 'proxy_image', path: 'containers[linkerd-proxy].image' }]);
+  });
 });
 
 describe('a pod injected by Linkerd', () => {
