@@ -5,8 +5,23 @@
  * annotation added to a namespace or template meshes only the pods created after it. This finds both.
  */
 import { parseArgs } from 'node:util';
-import { apiErrorMessage, connectToCluster, listAll, listPages, type ClusterConnection } from '../cluster/index.js';
-import { defaultValues, inject, injectAnnotationDecision, isObject, names, selects, withTrustAnchors, type InjectorConfig, type LabelSelector } from '../engine/index.js';
+import { apiErrorMessage, connectToCluster, listAll, listPages, readLinkerdConfig, type ClusterConnection } from '../cluster/index.js';
+import {
+  clip,
+  compareCodeUnits,
+  defaultValues,
+  inject,
+  injectAnnotationDecision,
+  isObject,
+  names,
+  podDrift,
+  selects,
+  withTrustAnchors,
+  type Drift,
+  type DriftKind,
+  type InjectorConfig,
+  type LabelSelector,
+} from '../engine/index.js';
 import type { CliResult } from './command-io.js';
 import { FAIL, WARN } from './report.js';
 
@@ -55,17 +70,40 @@ async function injectorWebhooks(client: ClusterConnection['client']): Promise<{ 
   }
 }
 
-export type PodState = 'meshed' | 'unmeshed_asked' | 'meshed_unasked' | 'skipped' | 'not_sent';
+export type PodState = 'meshed' | 'drifted' | 'unreadable' | 'unmeshed_asked' | 'meshed_unasked' | 'skipped' | 'not_sent';
+
+const STATES: readonly PodState[] = ['meshed', 'drifted', 'unreadable', 'unmeshed_asked', 'meshed_unasked', 'skipped', 'not_sent'];
+
+/** The states that something is to be done about: the command fails while a pod is in one. */
+const TO_ACT_ON: ReadonlySet<PodState> = new Set(['drifted', 'unreadable', 'unmeshed_asked', 'meshed_unasked']);
 
 export interface PodAudit {
-  namespace: string;
   name: string;
-  /** The workload that made the pod, as far as the pod says: a Deployment from its ReplicaSet's name. */
-  workload: { kind: string; name: string };
   state: PodState;
-  /** Why it is in that state; for `unmeshed_asked` and `meshed_unasked`, with what to do in `fix`. */
+  /** Why it is in that state. */
   why: string;
+  /** For `drifted`: the kinds of its differences, in the order of their paths. */
+  kinds?: DriftKind[];
+}
+
+/** A difference the pods of a workload have, once, with how many of its pods have it. */
+export interface WorkloadDifference extends Drift {
+  pods: number;
+}
+
+export interface WorkloadAudit {
+  namespace: string;
+  /** The workload that made the pods, as far as they say: a Deployment from its ReplicaSet's name; `Pod` for a bare pod. */
+  kind: string;
+  name: string;
+  /** How to make its pods again, when one of them is `drifted`, `unmeshed_asked` or `meshed_unasked`. */
   fix?: string;
+  counts: Partial<Record<PodState, number>>;
+  pods: PodAudit[];
+  /** What its drifted pods differ in, each difference once, in path order. */
+  differences: WorkloadDifference[];
+  /** Distinct differences beyond the first MAX_DIFFERENCES, counted but not listed. */
+  moreDifferences?: number;
 }
 
 export interface PodsReport {
@@ -74,8 +112,11 @@ export interface PodsReport {
   webhooks: string[];
   /** Why Linkerd's default selectors stand in for the cluster's, when they do. */
   assumed?: string;
-  pods: PodAudit[];
+  /** Where the configuration meshed pods are compared with was read, or why it could not be. */
+  configuration: string;
   counts: Record<PodState, number>;
+  /** Every running pod that reaches this list, by the workload that made it, in the order the API listed them. */
+  workloads: WorkloadAudit[];
 }
 
 interface Meta {
@@ -93,6 +134,9 @@ interface PodObject {
   status?: { phase?: string };
 }
 
+/** Distinct differences listed per workload: a hostile pod's thousands of env entries are counted, not kept. */
+const MAX_DIFFERENCES = 20;
+
 const hasProxy = (pod: PodObject): boolean =>
   [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some((c) => isObject(c) && c['name'] === names.PROXY_CONTAINER);
 
@@ -106,7 +150,7 @@ function workloadOf(pod: PodObject): { kind: string; name: string } {
   return { kind: ref.kind, name: ref.name };
 }
 
-/** How a pod is made again, meshed, by what made it. */
+/** How a pod is made again, by what made it. */
 function remedy(workload: { kind: string; name: string }, namespace: string): string {
   switch (workload.kind) {
     case 'Deployment':
@@ -117,7 +161,7 @@ function remedy(workload: { kind: string; name: string }, namespace: string): st
     case 'ReplicationController':
       return `delete the pod: its ${workload.kind} creates it again`;
     case 'Job':
-      return 'it runs once: the next pod of a new Job gets what its namespace and template ask';
+      return "nothing to restart: a Job's pod runs once, and its next run (a new Job, or the CronJob's next) gets what the injector gives now";
     case 'Pod':
       return 'create the pod again';
     default:
@@ -127,44 +171,96 @@ function remedy(workload: { kind: string; name: string }, namespace: string): st
 
 const asked = (at: string): string => (at === 'namespace' ? 'its namespace asks for it' : 'its pod template asks for it');
 
-/** What is said of one pod; undefined for a pod that has finished or is going. */
-function auditPod(pod: PodObject, namespaces: ReadonlyMap<string, Meta>, webhooks: readonly Webhook[], config: InjectorConfig): PodAudit | undefined {
+/** What meshed pods are compared with: the configuration in force, or why there is none. */
+export type Comparison = { config: InjectorConfig; kubectlDefaultContainer: boolean } | { problem: string };
+
+/** What is said of one pod, with its differences when drifted; undefined for a pod that has finished or is going. */
+function auditPod(
+  pod: PodObject,
+  namespaces: ReadonlyMap<string, Meta>,
+  webhooks: readonly Webhook[],
+  comparison: Comparison,
+): { audit: PodAudit; differences?: Drift[] } | undefined {
   const meta = pod.metadata ?? {};
   if (meta.deletionTimestamp || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return undefined;
   const ns = meta.namespace ?? '';
   const nsMeta = namespaces.get(ns) ?? {};
-  const workload = workloadOf(pod);
-  const base = { namespace: ns, name: meta.name ?? '', workload };
+  const name = meta.name ?? '';
   // The API server labels every namespace with its name; a selector may use it.
   const nsLabels = { 'kubernetes.io/metadata.name': ns, ...nsMeta.labels };
   if (!webhooks.some((w) => selects(w.namespaceSelector, nsLabels) && selects(w.objectSelector, meta.labels ?? {}))) {
-    return { ...base, state: 'not_sent', why: "no proxy injector's webhook selects its namespace and labels" };
+    return { audit: { name, state: 'not_sent', why: "no proxy injector's webhook selects its namespace and labels" } };
   }
   if (hasProxy(pod)) {
     const decision = injectAnnotationDecision('webhook', meta.annotations ?? {}, nsMeta.annotations ?? {});
-    return decision.disabled
-      ? {
-          ...base,
-          state: 'meshed_unasked',
-          why: 'it has the proxy, but neither its namespace nor its pod template asks for it any more: it keeps the proxy until it is made again',
-          fix: remedy(workload, ns),
-        }
-      : { ...base, state: 'meshed', why: `it has the proxy, and ${asked(decision.at)}` };
+    if (decision.disabled) {
+      const why = 'it has the proxy, but neither its namespace nor its pod template asks for it any more: it keeps the proxy until it is made again';
+      return { audit: { name, state: 'meshed_unasked', why } };
+    }
+    return compared(pod, name, ns, nsMeta, comparison, asked(decision.at));
   }
+  const config = 'config' in comparison ? comparison.config : DECISION_ONLY;
   const result = inject({ object: { apiVersion: 'v1', kind: 'Pod', ...pod }, kind: 'Pod', namespace: ns, namespaceAnnotations: nsMeta.annotations ?? {}, origin: 'webhook', config });
-  if (result.outcome !== 'injected') return { ...base, state: 'skipped', why: `the injector would skip it: ${result.reasons.map((r) => r.text).join(', ')}` };
-  return {
-    ...base,
-    state: 'unmeshed_asked',
-    why:
-      `it has no proxy, though ${asked(result.annotationAt)}: it was created while the injector did not answer (the ` +
-      "webhook's failurePolicy Ignore lets the pod through without it), before the annotation, or before the injector was installed",
-    fix: remedy(workload, ns),
-  };
+  if (result.outcome !== 'injected') return { audit: { name, state: 'skipped', why: `the injector would skip it: ${result.reasons.map((r) => r.text).join(', ')}` } };
+  const why =
+    `it has no proxy, though ${asked(result.annotationAt)}: it was created while the injector did not answer (the ` +
+    "webhook's failurePolicy Ignore lets the pod through without it), before the annotation, or before the injector was installed";
+  return { audit: { name, state: 'unmeshed_asked', why } };
 }
 
-/** Audits every running pod against what its namespace and template ask now, as the webhook would read them. */
-export async function auditPods(cluster: ClusterConnection, namespace?: string): Promise<PodsReport> {
+/** A meshed pod that is asked to be: whether its proxy is the one a fresh admission would give it. */
+function compared(pod: PodObject, name: string, ns: string, nsMeta: Meta, comparison: Comparison, asking: string): { audit: PodAudit; differences?: Drift[] } {
+  if (!('config' in comparison)) return { audit: { name, state: 'unreadable', why: comparison.problem } };
+  const verdict = podDrift({
+    pod,
+    config: comparison.config,
+    namespace: ns,
+    namespaceAnnotations: nsMeta.annotations ?? {},
+    origin: 'webhook',
+    kubectlDefaultContainer: comparison.kubectlDefaultContainer,
+  });
+  if (verdict.verdict === 'unreadable') return { audit: { name, state: 'unreadable', why: `the comparison cannot read it: ${verdict.reason}` } };
+  if (verdict.verdict === 'current') return { audit: { name, state: 'meshed', why: `it has the proxy, ${asking}, and it is what the injector gives now` } };
+  const kinds = [...new Set(verdict.differences.map((d) => d.kind))];
+  const why = `it has the proxy, but not as the injector gives it now: ${kinds.join(', ')}`;
+  return { audit: { name, state: 'drifted', why, kinds }, differences: verdict.differences };
+}
+
+/** Without the configuration, a pod without a proxy is still judged: only the decision is read, never the proxy. */
+const DECISION_ONLY: InjectorConfig = { values: withTrustAnchors(defaultValues(), 'unused: only the decision is read'), controlPlaneNamespace: 'linkerd' };
+
+/** Adds one pod's audit, and its differences, to its workload's. */
+function addTo(workload: WorkloadAudit, audit: PodAudit, differences: readonly Drift[] | undefined, seen: Map<string, WorkloadDifference>): void {
+  workload.pods.push(audit);
+  workload.counts[audit.state] = (workload.counts[audit.state] ?? 0) + 1;
+  for (const d of differences ?? []) {
+    const key = JSON.stringify([d.kind, d.path, d.expected, d.actual]);
+    const known = seen.get(key);
+    if (known) known.pods++;
+    else if (workload.differences.length < MAX_DIFFERENCES) {
+      const entry = { ...d, pods: 1 };
+      seen.set(key, entry);
+      workload.differences.push(entry);
+    } else workload.moreDifferences = (workload.moreDifferences ?? 0) + 1;
+  }
+}
+
+export interface AuditOptions {
+  /** This namespace only. */
+  namespace?: string;
+  /** Linkerd's control-plane namespace, where its configuration is read (default linkerd). */
+  controlPlaneNamespace?: string;
+  /** As the injector's `serve --kubectl-default-container`. */
+  kubectlDefaultContainer?: boolean;
+}
+
+/**
+ * Audits every running pod against what its namespace and template ask now, as the webhook would read them, and each
+ * meshed pod against the proxy the configuration in force would give it. Pods are read a page at a time, and only what
+ * is said of each is kept.
+ */
+export async function auditPods(cluster: ClusterConnection, options: AuditOptions = {}): Promise<PodsReport> {
+  const { namespace } = options;
   const client = cluster.client;
   const namespaces = new Map<string, Meta>();
   if (namespace) {
@@ -174,41 +270,68 @@ export async function auditPods(cluster: ClusterConnection, namespace?: string):
     for (const ns of await listAll<{ metadata?: Meta }>(client, '/api/v1/namespaces', 'namespaces')) namespaces.set(ns.metadata?.name ?? '', ns.metadata ?? {});
   }
   const { webhooks, assumed } = await injectorWebhooks(client);
+  const comparison = await comparisonFor(client, options);
   const path = namespace ? `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods` : '/api/v1/pods';
-  // Only the decision is read: the proxy is rendered with placeholder anchors and thrown away.
-  const config: InjectorConfig = { values: withTrustAnchors(defaultValues(), 'unused: check pods renders no proxy it keeps'), controlPlaneNamespace: 'linkerd' };
-  const counts: Record<PodState, number> = { meshed: 0, unmeshed_asked: 0, meshed_unasked: 0, skipped: 0, not_sent: 0 };
-  const audits: PodAudit[] = [];
-  // Page by page: only what is said of each pod is kept, not the pod.
+  const counts = Object.fromEntries(STATES.map((s) => [s, 0])) as Record<PodState, number>;
+  const workloads = new Map<string, { audit: WorkloadAudit; seen: Map<string, WorkloadDifference> }>();
   for await (const page of listPages<PodObject>(client, path, namespace ? `pods in ${namespace}` : 'pods')) {
     for (const pod of page.items) {
-      const audit = auditPod(pod, namespaces, webhooks, config);
-      if (!audit) continue;
-      counts[audit.state]++;
-      audits.push(audit);
+      const audited = auditPod(pod, namespaces, webhooks, comparison);
+      if (!audited) continue;
+      counts[audited.audit.state]++;
+      const ns = pod.metadata?.namespace ?? '';
+      const made = workloadOf(pod);
+      const key = `${ns}\u0000${made.kind}\u0000${made.name}`;
+      let entry = workloads.get(key);
+      if (!entry) workloads.set(key, (entry = { audit: { namespace: ns, ...made, counts: {}, pods: [], differences: [] }, seen: new Map() }));
+      if (TO_ACT_ON.has(audited.audit.state) && audited.audit.state !== 'unreadable') entry.audit.fix ??= remedy(made, ns);
+      addTo(entry.audit, audited.audit, audited.differences, entry.seen);
     }
   }
-  return { server: cluster.server, webhooks: webhooks.map((w) => w.name), ...(assumed && { assumed }), pods: audits, counts };
+  const list = [...workloads.values()].map((w) => w.audit);
+  for (const w of list) w.differences.sort((a, b) => compareCodeUnits(a.path, b.path) || compareCodeUnits(a.kind, b.kind));
+  return { server: cluster.server, webhooks: webhooks.map((w) => w.name), ...(assumed && { assumed }), configuration: comparison.source, counts, workloads: list };
 }
 
-export const CHECK_PODS_HELP = `Usage: proxy-injector check pods [--kubeconfig FILE] [-n NAMESPACE] [-o text|json]
+/** The configuration in force as the cluster holds it, or why it cannot be read: meshed pods are then unreadable. */
+async function comparisonFor(client: ClusterConnection['client'], options: AuditOptions): Promise<Comparison & { source: string }> {
+  const ns = options.controlPlaneNamespace ?? 'linkerd';
+  try {
+    const { config, source } = await readLinkerdConfig(client, ns);
+    return { config, kubectlDefaultContainer: options.kubectlDefaultContainer === true, source };
+  } catch (err) {
+    const problem = `the Linkerd configuration could not be read (${apiErrorMessage(err)}): meshed pods are not compared`;
+    return { problem, source: problem };
+  }
+}
 
-Lists the running pods that their namespace or pod template asks to mesh (linkerd.io/inject) but that have no
-proxy, and the meshed pods that nothing asks to mesh any more, each with how to make it again. Under
-failurePolicy Ignore the API server creates a pod without the proxy whenever the injector does not answer in
-time, and an annotation meshes only the pods created after it: this finds those pods. Pods that no proxy
-injector's webhook selects (its namespaceSelector and objectSelector, read from the cluster; Linkerd's
-defaults when they cannot be read) and finished pods are left out.
+export const CHECK_PODS_HELP = `Usage: proxy-injector check pods [--kubeconfig FILE] [-n NAMESPACE] [-L LINKERD_NAMESPACE]
+                                [--kubectl-default-container] [-o text|json]
+
+Holds every running pod against what the injector would make of it now, by the workload that made it:
+  - a meshed pod whose proxy is not the one the configuration in force (ConfigMaps linkerd-config and
+    linkerd-identity-trust-roots) would give it: drifted, with what differs (the proxy's image, the trust
+    anchors, the start-up mode, its resources, other proxy configuration) and the fields;
+  - a pod that its namespace or template asks to mesh (linkerd.io/inject) but that has no proxy: under
+    failurePolicy Ignore the API server creates a pod without it whenever the injector does not answer in
+    time, and an annotation meshes only the pods created after it;
+  - a meshed pod that nothing asks to mesh any more.
+Each with the command that makes the workload's pods again. Pods that no proxy injector's webhook selects
+(its namespaceSelector and objectSelector, read from the cluster; Linkerd's defaults when they cannot be
+read) and finished pods are left out. Pods are read 500 at a time.
 
 Options:
   --kubeconfig FILE     cluster credentials (default: $KUBECONFIG, ~/.kube/config, or the in-cluster
                         service account)
   -n, --namespace NS    this namespace only (default: all; needs list on pods and namespaces, and on
-                        mutatingwebhookconfigurations)
-  -o, --output FORMAT   text (default): one line per pod to act on; json: every pod with its state
+                        mutatingwebhookconfigurations; get on ConfigMaps in Linkerd's namespace)
+  -L, --linkerd-namespace NS  namespace of the Linkerd control plane (default linkerd)
+  --kubectl-default-container  compare as the injector runs with serve --kubectl-default-container
+  -o, --output FORMAT   text (default): each workload to act on; json: every pod, by workload
   -h, --help            this help
 
-Exit status: 0 every pod is as asked; 1 some pod is not (or the cluster cannot be read); 2 usage error.
+Exit status: 0 every pod is as the injector would make it; 1 some pod is not, or could not be compared (or
+the cluster cannot be read); 2 usage error.
 `;
 
 /** Runs `check pods`. */
@@ -220,6 +343,8 @@ export async function runCheckPods(argv: readonly string[], env: NodeJS.ProcessE
       options: {
         kubeconfig: { type: 'string' },
         namespace: { type: 'string', short: 'n' },
+        'linkerd-namespace': { type: 'string', short: 'L' },
+        'kubectl-default-container': { type: 'boolean' },
         output: { type: 'string', short: 'o' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -233,32 +358,81 @@ export async function runCheckPods(argv: readonly string[], env: NodeJS.ProcessE
   if (output !== 'text' && output !== 'json') {
     return { stdout: '', stderr: `proxy-injector check pods: --output ${JSON.stringify(output)}: expected text or json\n`, code: 2 };
   }
+  const text = (key: string): string | undefined => (typeof opts[key] === 'string' && opts[key] !== '' ? (opts[key] as string) : undefined);
   let report: PodsReport;
   try {
-    const kubeconfig = typeof opts['kubeconfig'] === 'string' ? opts['kubeconfig'] : undefined;
+    const kubeconfig = text('kubeconfig');
     const cluster = await connectToCluster({ env, ...(kubeconfig && { kubeconfig }) });
     if (!cluster) return { stdout: '', stderr: 'proxy-injector check pods: no cluster: give --kubeconfig FILE, or set KUBECONFIG\n', code: 1 };
     try {
-      report = await auditPods(cluster, typeof opts['namespace'] === 'string' ? opts['namespace'] : undefined);
+      const namespace = text('namespace');
+      const controlPlaneNamespace = text('linkerd-namespace');
+      report = await auditPods(cluster, {
+        ...(namespace && { namespace }),
+        ...(controlPlaneNamespace && { controlPlaneNamespace }),
+        kubectlDefaultContainer: opts['kubectl-default-container'] === true,
+      });
     } finally {
       cluster.client.close();
     }
   } catch (err) {
     return { stdout: '', stderr: `proxy-injector check pods: ${apiErrorMessage(err)}\n`, code: 1 };
   }
-  const ok = report.counts.unmeshed_asked === 0 && report.counts.meshed_unasked === 0;
+  const ok = [...TO_ACT_ON].every((state) => report.counts[state] === 0);
   if (output === 'json') return { stdout: `${JSON.stringify(report, null, 2)}\n`, stderr: '', code: ok ? 0 : 1 };
+  return { stdout: textReport(report), stderr: '', code: ok ? 0 : 1 };
+}
+
+/** What each state is called in the text, for a count of pods. */
+const STATE_WORDS: Record<PodState, string> = {
+  meshed: 'meshed and current',
+  drifted: 'drifted',
+  unreadable: 'that could not be compared',
+  unmeshed_asked: 'not meshed though asked',
+  meshed_unasked: 'meshed though no longer asked',
+  skipped: 'that the injector skips',
+  not_sent: 'never sent to it',
+};
+
+/** Differences and pod names shown per workload in the text, and a value's characters; json has them all. */
+const SHOWN = 5;
+const SHOWN_VALUE = 64;
+
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** The text report: a block per workload to act on, then the counts. */
+function textReport(report: PodsReport): string {
   const lines: string[] = report.assumed ? [`${WARN} ${report.assumed}`] : [];
-  for (const p of report.pods) {
-    if (p.state !== 'unmeshed_asked' && p.state !== 'meshed_unasked') continue;
-    const of = p.workload.kind === 'Pod' ? '' : ` (${p.workload.kind} ${p.workload.name})`;
-    lines.push(`${p.state === 'unmeshed_asked' ? FAIL : WARN} ${p.namespace}/${p.name}${of}: ${p.why}; fix: ${p.fix ?? ''}`);
+  if (!report.configuration.startsWith('ConfigMaps ')) lines.push(`${WARN} ${report.configuration}`);
+  for (const w of report.workloads) {
+    const acting = STATES.filter((s) => TO_ACT_ON.has(s) && (w.counts[s] ?? 0) > 0);
+    if (acting.length === 0) continue;
+    const total = w.pods.length;
+    const serious = acting.some((s) => s === 'unmeshed_asked' || s === 'unreadable');
+    const what = acting.map((s) => `${w.counts[s]} of ${plural(total, 'pod')} ${STATE_WORDS[s]}`).join(', ');
+    const named = w.kind === 'Pod' ? `pod/${w.name}` : `${w.kind.toLowerCase()}/${w.name}`;
+    lines.push(`${serious ? FAIL : WARN} ${w.namespace} ${named}: ${what}`);
+    for (const state of acting) {
+      const pods = w.pods.filter((p) => p.state === state);
+      const shown = pods.slice(0, SHOWN).map((p) => p.name).join(', ');
+      lines.push(`    ${STATE_WORDS[state]}: ${shown}${pods.length > SHOWN ? ` and ${pods.length - SHOWN} more` : ''}; ${pods[0]?.why ?? ''}`);
+    }
+    for (const d of w.differences.slice(0, SHOWN)) lines.push(`    ${differenceLine(d)}`);
+    const hidden = w.differences.length - Math.min(w.differences.length, SHOWN) + (w.moreDifferences ?? 0);
+    if (hidden > 0) lines.push(`    and ${plural(hidden, 'other difference')} (-o json lists ${w.moreDifferences ? 'the first ' : ''}them)`);
+    if (w.fix) lines.push(`    fix: ${w.fix}`);
   }
   const c = report.counts;
   const total = Object.values(c).reduce((a, b) => a + b, 0);
-  lines.push(
-    `${total} running pods: ${c.meshed} meshed as asked, ${c.unmeshed_asked} not meshed though asked, ${c.meshed_unasked} meshed though no longer asked, ` +
-      `${c.skipped} that the injector skips, ${c.not_sent} never sent to it`,
-  );
-  return { stdout: `${lines.join('\n')}\n`, stderr: '', code: ok ? 0 : 1 };
+  lines.push(`${total} running pods: ${STATES.map((s) => `${c[s]} ${STATE_WORDS[s]}`).join(', ')}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** One difference: its field, what the injector gives now and what the pods carry. */
+function differenceLine(d: WorkloadDifference): string {
+  const now = d.expected === undefined ? 'absent now' : `${JSON.stringify(clip(d.expected, SHOWN_VALUE))} now`;
+  const pods = d.actual === undefined ? 'absent in the pods' : `${JSON.stringify(clip(d.actual, SHOWN_VALUE))} in the pods`;
+  const reasons = d.reasons?.length ? ` (${d.reasons.join(', ')})` : '';
+  const documented = d.documented ? `; a documented difference: ${d.documented}` : '';
+  return `${d.kind} ${d.path}: ${now}, ${pods}${reasons} (${plural(d.pods, 'pod')}${documented})`;
 }

@@ -15,4 +15,5 @@ export { connectToCluster, type ClusterConnection } from './kubeconfig.js';
 export { listAll, listPages } from './list.js';
 export { apiErrorMessage } from './api.js';
 export { FileConfigSource, type FileConfigOptions } from './config-files.js';
+export { readLinkerdConfig } from './linkerd-config.js';
 export type { ConfigSource } from './config-source.js';

@@ -5,7 +5,8 @@
  */
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { loadValues, withCheckedTrustAnchors, type InjectorConfig } from '../engine/index.js';
+import { loadValues, prepareConfig, withCheckedTrustAnchors, type InjectorConfig, type LinkerdValues } from '../engine/index.js';
+import { apiStatus } from './api.js';
 import type { ApiClient } from './client.js';
 import { ConfigHolder, type ConfigSource } from './config-source.js';
 import { ResilientInformer } from './informer.js';
@@ -87,10 +88,37 @@ export class ApiConfigSource implements ConfigSource {
     const fingerprint = `${values ?? ''}\u0000${anchors ?? ''}`;
     if (fingerprint === this.applied) return;
     this.applied = fingerprint;
-    this.holder.offer(`ConfigMaps ${ns}/${LINKERD_CONFIG}${anchors !== undefined ? ` and ${ns}/${TRUST_ROOTS}` : ''}`, () => {
-      if (values === undefined) throw new Error(`ConfigMap ${ns}/${LINKERD_CONFIG} has no "values" key`);
-      const given = anchors !== undefined ? { pem: anchors, source: `the "ca-bundle.crt" of ConfigMap ${ns}/${TRUST_ROOTS}` } : undefined;
-      return withCheckedTrustAnchors(loadValues(values), given, `ConfigMap ${ns}/${LINKERD_CONFIG}`);
-    });
+    this.holder.offer(configMapsSource(ns, anchors), () => valuesOf(ns, values, anchors));
   }
+}
+
+const configMapsSource = (ns: string, anchors: string | undefined): string =>
+  `ConfigMaps ${ns}/${LINKERD_CONFIG}${anchors !== undefined ? ` and ${ns}/${TRUST_ROOTS}` : ''}`;
+
+/** The values the two ConfigMaps' data make; throws what is wrong with them. */
+function valuesOf(ns: string, values: string | undefined, anchors: string | undefined): LinkerdValues {
+  if (values === undefined) throw new Error(`ConfigMap ${ns}/${LINKERD_CONFIG} has no "values" key`);
+  const given = anchors !== undefined ? { pem: anchors, source: `the "ca-bundle.crt" of ConfigMap ${ns}/${TRUST_ROOTS}` } : undefined;
+  return withCheckedTrustAnchors(loadValues(values), given, `ConfigMap ${ns}/${LINKERD_CONFIG}`);
+}
+
+/**
+ * The configuration the two ConfigMaps hold now, read once, with where it was read; for a command that compares
+ * pods with it. Throws an ApiError when linkerd-config cannot be read, an Error when what it holds is not valid.
+ */
+export async function readLinkerdConfig(client: ApiClient, ns: string): Promise<{ config: InjectorConfig; source: string }> {
+  const read = async (name: string, key: string): Promise<string | undefined> => {
+    const path = `/api/v1/namespaces/${encodeURIComponent(ns)}/configmaps/${name}`;
+    try {
+      const cm = await client.request<V1ConfigMap>('GET', path, { what: `reading ConfigMap ${ns}/${name}`, timeoutMs: 30_000 });
+      return cm.data?.[key];
+    } catch (err) {
+      // As the watch: without the trust roots' ConfigMap, the anchors in linkerd-config's values are the ones in force.
+      if (name === TRUST_ROOTS && apiStatus(err) === 404) return undefined;
+      throw err;
+    }
+  };
+  const values = await read(LINKERD_CONFIG, 'values');
+  const anchors = await read(TRUST_ROOTS, 'ca-bundle.crt');
+  return { config: prepareConfig({ values: valuesOf(ns, values, anchors), controlPlaneNamespace: ns }), source: configMapsSource(ns, anchors) };
 }

@@ -1,15 +1,32 @@
-/** `check pods`: the running pods that are not meshed as their namespace and template ask, read from a cluster. */
+/**
+ * `check pods`: every running pod held against what the injector would make of it now, read from a cluster a page at a
+ * time and grouped by the workload that made it.
+ */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { auditPods, runCheckPods, type PodsReport } from '../../src/cli/check-pods.js';
+import { auditPods, runCheckPods, type AuditOptions, type PodsReport, type WorkloadAudit } from '../../src/cli/check-pods.js';
+import { inject, loadValues, withTrustAnchors, type InjectorConfig, type LinkerdValues } from '../../src/engine/index.js';
 import { fakeApi } from '../cluster/fake-api.js';
+import { OTHER_TRUST_ANCHOR, TRUST_ANCHORS, applied } from '../support/engine.js';
+import { stored, withServiceAccount } from '../support/stored-pod.js';
+
+type Obj = Record<string, unknown>;
 
 const ns = (name: string, annotations: Record<string, string> = {}, labels: Record<string, string> = {}) => ({ metadata: { name, annotations, labels } });
 const container = (name: string) => ({ name, image: `${name}:1` });
 
-function pod(namespace: string, name: string, opts: { proxy?: boolean; annotations?: Record<string, string>; labels?: Record<string, string>; owner?: [string, string]; phase?: string; spec?: Record<string, unknown> } = {}) {
+interface PodOptions {
+  proxy?: boolean;
+  annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+  owner?: [string, string];
+  phase?: string;
+  spec?: Record<string, unknown>;
+}
+
+function pod(namespace: string, name: string, opts: PodOptions = {}): Obj {
   return {
     metadata: {
       namespace,
@@ -23,51 +40,118 @@ function pod(namespace: string, name: string, opts: { proxy?: boolean; annotatio
   };
 }
 
-const NAMESPACES = [ns('meshed', { 'linkerd.io/inject': 'enabled' }), ns('plain'), ns('kube-system', { 'linkerd.io/inject': 'enabled' }), ns('opted-out', { 'linkerd.io/inject': 'enabled' }, { 'config.linkerd.io/admission-webhooks': 'disabled' })];
-const PODS = [
-  pod('meshed', 'web-7d4b-x1', { proxy: true, owner: ['ReplicaSet', 'web-7d4b'], labels: { 'pod-template-hash': '7d4b' } }),
-  pod('meshed', 'web-old-x2', { owner: ['ReplicaSet', 'web-0a1b'], labels: { 'pod-template-hash': '0a1b' } }),
+/** The values the fake cluster's ConfigMap linkerd-config holds, and the configuration they make with its trust roots. */
+const VALUES = 'proxy:\n  logLevel: warn,linkerd=info\n';
+const configWith = (change: (v: LinkerdValues) => void = () => {}, anchors = TRUST_ANCHORS): InjectorConfig => {
+  const values = withTrustAnchors(loadValues(VALUES), anchors);
+  change(values);
+  return { values, controlPlaneNamespace: 'linkerd' };
+};
+const CONFIG = configWith();
+
+/**
+ * The pod the webhook made of `object` when `config` was in force, as the API server returns it once it runs: the
+ * owner is the workload its ownerReferences name (a Deployment for a ReplicaSet with a template hash).
+ */
+function meshed(object: Obj, config: InjectorConfig = CONFIG, namespaceAnnotations: Record<string, string> = { 'linkerd.io/inject': 'enabled' }): Obj {
+  const meta = object['metadata'] as { namespace: string; labels: Record<string, string>; ownerReferences?: Array<{ kind: string; name: string }> };
+  const ref = meta.ownerReferences?.[0];
+  const hash = meta.labels['pod-template-hash'];
+  const owner = ref && (hash ? { kind: 'deployment', name: ref.name.slice(0, -hash.length - 1) } : { kind: ref.kind.toLowerCase(), name: ref.name });
+  const admitted = withServiceAccount({ apiVersion: 'v1', kind: 'Pod', ...object });
+  const result = inject({ object: admitted, kind: 'Pod', namespace: meta.namespace, namespaceAnnotations, config, ...(owner && { owner }) });
+  expect(result.outcome).toBe('injected');
+  const running = stored(applied(admitted, result.patch)) as Obj;
+  (running['status'] as Obj)['phase'] = (object['status'] as Obj)['phase'];
+  return running;
+}
+
+const CONFIG_MAPS: Record<string, Obj> = {
+  '/api/v1/namespaces/linkerd/configmaps/linkerd-config': { metadata: { name: 'linkerd-config' }, data: { values: VALUES } },
+  '/api/v1/namespaces/linkerd/configmaps/linkerd-identity-trust-roots': { metadata: { name: 'linkerd-identity-trust-roots' }, data: { 'ca-bundle.crt': TRUST_ANCHORS } },
+};
+
+const INJECT = { 'linkerd.io/inject': 'enabled' };
+const NAMESPACES = [
+  ns('meshed', INJECT),
+  ns('drift', INJECT),
+  ns('plain'),
+  ns('kube-system', INJECT),
+  ns('opted-out', INJECT, { 'config.linkerd.io/admission-webhooks': 'disabled' }),
+];
+const deploymentPod = (namespace: string, deployment: string, hash: string, name: string, more: PodOptions = {}) =>
+  pod(namespace, `${deployment}-${hash}-${name}`, { owner: ['ReplicaSet', `${deployment}-${hash}`], labels: { 'pod-template-hash': hash }, ...more });
+const DEBUG = configWith((v) => (v.proxy.logLevel = 'debug'));
+const REGISTRY = { 'config.linkerd.io/proxy-image': 'registry.example:5000/linkerd/proxy' };
+
+const PODS: Obj[] = [
+  meshed(deploymentPod('meshed', 'web', '7d4b', 'x1')),
+  deploymentPod('meshed', 'web', '0a1b', 'x2'),
   pod('meshed', 'db-0', { owner: ['StatefulSet', 'db'] }),
   pod('meshed', 'host', { spec: { hostNetwork: true } }),
   pod('meshed', 'done', { phase: 'Succeeded' }),
-  pod('plain', 'solo', { annotations: { 'linkerd.io/inject': 'enabled' } }),
+  pod('plain', 'solo', { annotations: INJECT }),
+  // A proxy that nothing asks for: the webhook writes its namespace's linkerd.io/inject on the pods it injects.
   pod('plain', 'left', { proxy: true, owner: ['DaemonSet', 'agent'] }),
   pod('plain', 'quiet'),
   pod('kube-system', 'coredns'),
   pod('opted-out', 'x'),
   pod('meshed', 'linkerd-identity', { labels: { 'linkerd.io/control-plane-component': 'identity' } }),
+  // Two pods made before the proxy's log level changed, one after it.
+  meshed(deploymentPod('drift', 'api', '5f6', 'a'), DEBUG),
+  meshed(deploymentPod('drift', 'api', '5f6', 'b'), DEBUG),
+  meshed(deploymentPod('drift', 'api', '9c1', 'c')),
+  // Made before the trust anchors changed.
+  meshed(pod('drift', 'cache-0', { owner: ['StatefulSet', 'cache'] }), configWith(() => {}, OTHER_TRUST_ANCHOR)),
+  // The proxy as a native sidecar, in initContainers.
+  meshed(pod('drift', 'agent-q', { owner: ['DaemonSet', 'agent'], annotations: { 'config.alpha.linkerd.io/proxy-enable-native-sidecar': 'true' } })),
+  // A proxy image from a registry with a port, current and from another release.
+  meshed(pod('drift', 'reg', { annotations: REGISTRY })),
+  meshed(pod('drift', 'reg-old', { annotations: REGISTRY }), configWith((v) => (v.proxy.image.version = 'edge-26.7.1'))),
+  // A Job's pod that has finished, made before the change: left out.
+  meshed(pod('drift', 'batch-x', { owner: ['Job', 'batch'], phase: 'Succeeded' }), DEBUG),
 ];
 
 const WEBHOOKS = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
 const POD_RULES = [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods', 'services'] }];
+const nsOf = (p: Obj) => (p['metadata'] as { namespace: string }).namespace;
 
-async function audit(namespace?: string, webhooks?: unknown[]): Promise<PodsReport> {
-  const api = await fakeApi({
+/** A fake API server with the namespaces, pods and webhooks given, and Linkerd's ConfigMaps unless `configMaps` is false. */
+function cluster(webhooks?: unknown[], configMaps = true, pods = PODS) {
+  return fakeApi({
     lists: {
       '/api/v1/namespaces': NAMESPACES,
-      '/api/v1/pods': PODS,
-      '/api/v1/namespaces/meshed/pods': PODS.filter((p) => p.metadata.namespace === 'meshed'),
-      ...(webhooks && { [WEBHOOKS]: webhooks }),
+      '/api/v1/pods': pods,
+      '/api/v1/namespaces/meshed/pods': pods.filter((p) => nsOf(p) === 'meshed'),
+      [WEBHOOKS]: webhooks ?? [],
     },
     read: (path, res) => {
-      const found = NAMESPACES.find((n) => path === `/api/v1/namespaces/${n.metadata.name}`);
+      const found = NAMESPACES.find((n) => path === `/api/v1/namespaces/${n.metadata.name}`) ?? (configMaps ? CONFIG_MAPS[path] : undefined);
       res.writeHead(found ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(found ?? { kind: 'Status', code: 404, message: 'not found' }));
     },
   });
+}
+
+async function audit(options: AuditOptions = {}, webhooks?: unknown[], configMaps = true): Promise<PodsReport> {
+  const api = await cluster(webhooks, configMaps);
   try {
-    return await auditPods({ client: api.client, server: 'fake', source: 'test' }, namespace);
+    return await auditPods({ client: api.client, server: 'fake', source: 'test' }, options);
   } finally {
     await api.close();
   }
 }
 
+const podStates = (report: PodsReport) =>
+  Object.fromEntries(report.workloads.flatMap((w) => w.pods.map((p) => [`${w.namespace}/${p.name}`, p.state])));
+const workload = (report: PodsReport, namespace: string, kind: string, name: string): WorkloadAudit | undefined =>
+  report.workloads.find((w) => w.namespace === namespace && w.kind === kind && w.name === name);
+
 describe('check pods', () => {
-  it('sorts every running pod by what its namespace and template ask and whether it has the proxy', async () => {
+  it('sorts every running pod by what its namespace and template ask, and each meshed one by its proxy', async () => {
     const report = await audit();
-    const state = Object.fromEntries(report.pods.map((p) => [`${p.namespace}/${p.name}`, p.state]));
-    expect(state).toEqual({
+    expect(podStates(report)).toEqual({
       'meshed/web-7d4b-x1': 'meshed',
-      'meshed/web-old-x2': 'unmeshed_asked',
+      'meshed/web-0a1b-x2': 'unmeshed_asked',
       'meshed/db-0': 'unmeshed_asked',
       'meshed/host': 'skipped',
       'plain/solo': 'unmeshed_asked',
@@ -76,24 +160,74 @@ describe('check pods', () => {
       'kube-system/coredns': 'not_sent',
       'opted-out/x': 'not_sent',
       'meshed/linkerd-identity': 'not_sent',
+      'drift/api-5f6-a': 'drifted',
+      'drift/api-5f6-b': 'drifted',
+      'drift/api-9c1-c': 'meshed',
+      'drift/cache-0': 'drifted',
+      'drift/agent-q': 'meshed',
+      'drift/reg': 'meshed',
+      'drift/reg-old': 'drifted',
     });
-    expect(report.counts).toEqual({ meshed: 1, unmeshed_asked: 3, meshed_unasked: 1, skipped: 2, not_sent: 3 });
+    expect(report.counts).toEqual({ meshed: 4, drifted: 4, unreadable: 0, unmeshed_asked: 3, meshed_unasked: 1, skipped: 2, not_sent: 3 });
+    expect(report.configuration).toBe('ConfigMaps linkerd/linkerd-config and linkerd/linkerd-identity-trust-roots');
     // No injector's webhook registered here (the fake has no such list): Linkerd's selectors stand in, and it says so.
     expect(report.assumed).toMatch(/Linkerd's default selectors are assumed$/);
-    const byName = (name: string) => report.pods.find((p) => p.name === name);
-    // The Deployment from its ReplicaSet's name and the pod's template hash; the remedy for each maker.
-    expect(byName('web-old-x2')).toMatchObject({ workload: { kind: 'Deployment', name: 'web' }, fix: 'kubectl rollout restart deployment/web -n meshed' });
-    expect(byName('web-old-x2')?.why).toMatch(/^it has no proxy, though its namespace asks for it: it was created while the injector did not answer/);
-    expect(byName('db-0')?.fix).toBe('kubectl rollout restart statefulset/db -n meshed');
-    expect(byName('solo')).toMatchObject({ workload: { kind: 'Pod', name: 'solo' }, fix: 'create the pod again' });
-    expect(byName('solo')?.why).toMatch(/though its pod template asks for it/);
-    expect(byName('left')).toMatchObject({ fix: 'kubectl rollout restart daemonset/agent -n plain' });
-    expect(byName('host')?.why).toBe('the injector would skip it: hostNetwork is enabled');
+  });
+
+  it('groups pods by the workload that made them, with the command that makes them again', async () => {
+    const report = await audit();
+    // The Deployment from its ReplicaSets' names and the pods' template hashes: one workload for two ReplicaSets.
+    const web = workload(report, 'meshed', 'Deployment', 'web');
+    expect(web).toMatchObject({ counts: { meshed: 1, unmeshed_asked: 1 }, fix: 'kubectl rollout restart deployment/web -n meshed' });
+    expect(web?.pods.find((p) => p.state === 'unmeshed_asked')?.why).toMatch(/^it has no proxy, though its namespace asks for it: it was created while the injector did not answer/);
+    expect(workload(report, 'meshed', 'StatefulSet', 'db')?.fix).toBe('kubectl rollout restart statefulset/db -n meshed');
+    expect(workload(report, 'plain', 'Pod', 'solo')).toMatchObject({ fix: 'create the pod again' });
+    expect(workload(report, 'plain', 'Pod', 'solo')?.pods[0]?.why).toMatch(/though its pod template asks for it/);
+    expect(workload(report, 'plain', 'DaemonSet', 'agent')?.fix).toBe('kubectl rollout restart daemonset/agent -n plain');
+    expect(workload(report, 'meshed', 'Pod', 'host')?.pods[0]?.why).toBe('the injector would skip it: hostNetwork is enabled');
+    // Nothing to do about a workload whose pods are all as the injector would make them.
+    expect(workload(report, 'drift', 'DaemonSet', 'agent')).toMatchObject({ counts: { meshed: 1 }, differences: [] });
+    expect(workload(report, 'drift', 'DaemonSet', 'agent')?.fix).toBeUndefined();
+    // A finished pod is left out, and so is its Job.
+    expect(workload(report, 'drift', 'Job', 'batch')).toBeUndefined();
+  });
+
+  it('says what drifted pods differ in, each difference once with how many pods have it', async () => {
+    const report = await audit();
+    const api = workload(report, 'drift', 'Deployment', 'api');
+    expect(api).toMatchObject({ counts: { drifted: 2, meshed: 1 }, fix: 'kubectl rollout restart deployment/api -n drift' });
+    expect(api?.differences).toEqual([
+      { kind: 'proxy_config', path: 'containers[linkerd-proxy].env[LINKERD2_PROXY_LOG]', expected: 'warn,linkerd=info,[{headers}]=off,[{request}]=off', actual: 'debug,[{headers}]=off,[{request}]=off', pods: 2 },
+    ]);
+    expect(api?.pods.filter((p) => p.state === 'drifted').map((p) => p.kinds)).toEqual([['proxy_config'], ['proxy_config']]);
+    const cache = workload(report, 'drift', 'StatefulSet', 'cache');
+    expect(new Set(cache?.differences.map((d) => d.kind))).toEqual(new Set(['trust_anchors']));
+    expect(cache?.differences.map((d) => d.path)).toContain('containers[linkerd-proxy].env[LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS]');
+    // The registry's port is part of the reference, compared as it is: only the release differs.
+    const old = workload(report, 'drift', 'Pod', 'reg-old');
+    expect(old?.differences.filter((d) => d.path === 'containers[linkerd-proxy].image')).toEqual([
+      expect.objectContaining({ kind: 'proxy_image', expected: expect.stringMatching(/^registry\.example:5000\/linkerd\/proxy:/), actual: 'registry.example:5000/linkerd/proxy:edge-26.7.1' }),
+    ]);
+    expect(old?.fix).toBe('create the pod again');
+  });
+
+  it('calls no meshed pod current without the configuration: they are not compared, and it says why', async () => {
+    const report = await audit({}, undefined, false);
+    expect(report.counts.meshed).toBe(0);
+    expect(report.counts.unreadable).toBe(8);
+    expect(report.configuration).toMatch(/^the Linkerd configuration could not be read \(.*404.*\): meshed pods are not compared$/);
+    // Pods without a proxy are judged as before: only the decision is read.
+    expect(report.counts.unmeshed_asked).toBe(3);
+  });
+
+  it('reads the configuration from the control-plane namespace it is given', async () => {
+    const report = await audit({ controlPlaneNamespace: 'mesh-system' });
+    expect(report.configuration).toMatch(/^the Linkerd configuration could not be read/);
   });
 
   it("reads which pods reach an injector from the injectors' webhooks in the cluster", async () => {
     const webhook = (name: string, extra: Record<string, unknown>) => ({ metadata: { name }, webhooks: [{ name, rules: POD_RULES, ...extra }] });
-    const report = await audit(undefined, [
+    const report = await audit({}, [
       // Another webhook of pods, not an injector's: not read.
       webhook('policy.example.com', { namespaceSelector: { matchLabels: { nothing: 'matches' } } }),
       // This project's, as its chart names it: every namespace but plain, and pods not labelled skip-mesh.
@@ -104,7 +238,7 @@ describe('check pods', () => {
     ]);
     expect(report.webhooks).toEqual(['proxy-injector.mesh.proxy-injector.io']);
     expect(report.assumed).toBeUndefined();
-    const state = Object.fromEntries(report.pods.map((p) => [`${p.namespace}/${p.name}`, p.state]));
+    const state = podStates(report);
     // plain is not selected now; kube-system and the Linkerd-labelled pod are, and are asked for by their namespace.
     expect(state['plain/solo']).toBe('not_sent');
     expect(state['plain/left']).toBe('not_sent');
@@ -114,13 +248,46 @@ describe('check pods', () => {
   });
 
   it('reads one namespace alone when asked', async () => {
-    const report = await audit('meshed');
-    expect(new Set(report.pods.map((p) => p.namespace))).toEqual(new Set(['meshed']));
+    const report = await audit({ namespace: 'meshed' });
+    expect(new Set(report.workloads.map((w) => w.namespace))).toEqual(new Set(['meshed']));
     expect(report.counts.unmeshed_asked).toBe(2);
   });
 
-  it('prints a line per pod to act on and a summary, and fails while there is one; json has every pod', async () => {
-    const api = await fakeApi({ lists: { '/api/v1/namespaces': NAMESPACES, '/api/v1/pods': PODS } });
+  it('reads the pods a page at a time, a workload whose pods span pages still one', async () => {
+    // Two pods injected, copied under a thousand names: three pages of 500.
+    const made = [meshed(deploymentPod('drift', 'wide', 'aa1', 'p')), meshed(deploymentPod('drift', 'wide', 'aa1', 'p'), DEBUG)];
+    const many = Array.from({ length: 1_203 }, (_, i) => {
+      const copy = structuredClone(made[i % 2]) as Obj;
+      (copy['metadata'] as Obj)['name'] = `wide-aa1-p${i}`;
+      return copy;
+    });
+    const api = await cluster(undefined, true, many);
+    try {
+      const report = await auditPods({ client: api.client, server: 'fake', source: 'test' });
+      expect(report.workloads).toHaveLength(1);
+      expect(report.workloads[0]).toMatchObject({ counts: { meshed: 602, drifted: 601 } });
+      expect(report.workloads[0]?.differences).toEqual([expect.objectContaining({ path: 'containers[linkerd-proxy].env[LINKERD2_PROXY_LOG]', pods: 601 })]);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('lists at most 20 distinct differences of a workload and counts the rest', async () => {
+    const hostile = meshed(pod('drift', 'many-env'));
+    const proxy = ((hostile['spec'] as Obj)['containers'] as Obj[]).find((c) => c['name'] === 'linkerd-proxy') as Obj;
+    proxy['env'] = [...(proxy['env'] as Obj[]), ...Array.from({ length: 500 }, (_, i) => ({ name: `X${i}`, value: 'v' }))];
+    const api = await cluster(undefined, true, [hostile]);
+    try {
+      const report = await auditPods({ client: api.client, server: 'fake', source: 'test' });
+      expect(report.workloads[0]?.differences).toHaveLength(20);
+      expect(report.workloads[0]?.moreDifferences).toBe(480);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('prints a block per workload to act on and a summary, and fails while there is one; json has every pod', async () => {
+    const api = await cluster();
     const dir = mkdtempSync(join(tmpdir(), 'check-pods-'));
     try {
       const server = (api.client as unknown as { server: string }).server;
@@ -133,13 +300,27 @@ describe('check pods', () => {
       const text = await runCheckPods(['--kubeconfig', kubeconfig], {});
       expect(text.code).toBe(1);
       const lines = text.stdout.trim().split('\n');
-      expect(lines).toHaveLength(6);
-      expect(lines[0]).toMatch(/^‼ no proxy injector's webhook is registered: Linkerd's default selectors are assumed$/);
-      expect(lines[1]).toMatch(/^× meshed\/web-old-x2 \(Deployment web\): it has no proxy, .*; fix: kubectl rollout restart deployment\/web -n meshed$/);
-      expect(lines[4]).toMatch(/^‼ plain\/left \(DaemonSet agent\): it has the proxy, but neither its namespace nor its pod template asks for it any more/);
-      expect(lines[5]).toBe('10 running pods: 1 meshed as asked, 3 not meshed though asked, 1 meshed though no longer asked, 2 that the injector skips, 3 never sent to it');
+      expect(lines[0]).toBe("‼ no proxy injector's webhook is registered: Linkerd's default selectors are assumed");
+      const block = (head: string) => lines.slice(lines.indexOf(head), lines.findIndex((l, i) => i > lines.indexOf(head) && !l.startsWith('    ')));
+      expect(block('× meshed deployment/web: 1 of 2 pods not meshed though asked')).toEqual([
+        '× meshed deployment/web: 1 of 2 pods not meshed though asked',
+        expect.stringMatching(/^ {4}not meshed though asked: web-0a1b-x2; it has no proxy, though its namespace asks for it/),
+        '    fix: kubectl rollout restart deployment/web -n meshed',
+      ]);
+      expect(block('‼ drift deployment/api: 2 of 3 pods drifted')).toEqual([
+        '‼ drift deployment/api: 2 of 3 pods drifted',
+        '    drifted: api-5f6-a, api-5f6-b; it has the proxy, but not as the injector gives it now: proxy_config',
+        '    proxy_config containers[linkerd-proxy].env[LINKERD2_PROXY_LOG]: "warn,linkerd=info,[{headers}]=off,[{request}]=off" now, "debug,[{headers}]=off,[{request}]=off" in the pods (2 pods)',
+        '    fix: kubectl rollout restart deployment/api -n drift',
+      ]);
+      expect(lines).toContain('‼ plain daemonset/agent: 1 of 1 pod meshed though no longer asked');
+      expect(lines.at(-1)).toBe(
+        '17 running pods: 4 meshed and current, 4 drifted, 0 that could not be compared, 3 not meshed though asked, ' +
+          '1 meshed though no longer asked, 2 that the injector skips, 3 never sent to it',
+      );
       const json = await runCheckPods(['--kubeconfig', kubeconfig, '-o', 'json'], {});
-      expect((JSON.parse(json.stdout) as PodsReport).pods).toHaveLength(10);
+      const report = JSON.parse(json.stdout) as PodsReport;
+      expect(report.workloads.reduce((n, w) => n + w.pods.length, 0)).toBe(17);
     } finally {
       rmSync(dir, { recursive: true, force: true });
       await api.close();

@@ -48,7 +48,12 @@ export async function fakeApi(options: FakeApiOptions = {}): Promise<FakeApi> {
         watches.set(url.pathname, [...(watches.get(url.pathname) ?? []), res]);
         return;
       }
-      json(res, 200, { kind: 'List', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items: items ?? [] });
+      // Pages as the API server gives them: `limit` items, and a continue token while more remain.
+      const all = items ?? [];
+      const from = Number(url.searchParams.get('continue') ?? 0);
+      const limit = Number(url.searchParams.get('limit') ?? 0) || all.length;
+      const rest = from + limit < all.length ? { continue: String(from + limit) } : {};
+      json(res, 200, { kind: 'List', apiVersion: 'v1', metadata: { resourceVersion: '1', ...rest }, items: all.slice(from, from + limit) });
       return;
     }
     reads.push(url.pathname);

@@ -785,10 +785,23 @@ describe('with a real kube-apiserver', () => {
     const checked = await runCheckPods(['--kubeconfig', cp.kubeconfigPath, '-n', 'emojivoto', '-o', 'json'], {});
     expect(checked.code, checked.stderr).toBe(1);
     const report = JSON.parse(checked.stdout) as PodsReport;
-    expect(report.pods.filter((p) => p.state === 'unmeshed_asked' || p.state === 'meshed_unasked')).toEqual([
-      expect.objectContaining({ name: 'while-down-ignore', state: 'unmeshed_asked', fix: 'create the pod again' }),
+    const toActOn = report.workloads.filter((w) => w.counts.unmeshed_asked || w.counts.meshed_unasked || w.counts.drifted || w.counts.unreadable);
+    const kindsOf = (name: string) => [...new Set(toActOn.find((w) => w.name === name)?.differences.map((d) => d.kind))];
+    expect(toActOn.map((w) => [w.name, w.counts])).toEqual([
+      ['with-cni', { drifted: 1 }],
+      ['caps-classic', { drifted: 1 }],
+      ['caps-native', { drifted: 1 }],
+      ['while-down-ignore', { unmeshed_asked: 1 }],
     ]);
+    expect(toActOn.find((w) => w.name === 'while-down-ignore')?.fix).toBe('create the pod again');
+    // The pods made while linkerd-config said otherwise (test 4's cniEnabled, test 9's capabilities and env), which
+    // it no longer does: drifted, with that kind; every other meshed pod is what a fresh admission makes now.
+    expect(kindsOf('with-cni')).toEqual(['startup_mode']);
+    expect(kindsOf('caps-classic')).toEqual(['proxy_config']);
+    expect(kindsOf('caps-native')).toEqual(['proxy_config']);
     expect(report.counts.meshed).toBeGreaterThan(5);
+    expect(report.counts.unreadable).toBe(0);
+    expect(report.configuration).toMatch(/^ConfigMaps linkerd\/linkerd-config/);
 
     await setWebhook('Fail', url);
     const refusal = await eventually('failurePolicy Fail to apply', async () => {
