@@ -22,9 +22,11 @@ const OWNER_COLLECTIONS = { replicasets: 'ReplicaSet', jobs: 'Job', statefulsets
  * Starts the fake API. `namespaces`: name → annotations, listed and readable; `unlisted`: the same, readable only (a
  * namespace created after the injector listed them); `owners`: "<collection>/<namespace>/<name>" → metadata (its
  * ownerReferences and annotations); `configMaps`: namespace → the ConfigMaps listed there (Linkerd's, for the
- * injector's watch of its configuration); `delayMs`: how long each direct read waits before it is answered.
+ * injector's watch of its configuration, and readable one by one); `pods`: { count, make(index) }, listed at
+ * /api/v1/pods a page at a time as `limit` and `continue` ask, each made when its page is; `delayMs`: how long each
+ * direct read waits before it is answered.
  */
-export async function startFakeCluster({ namespaces = {}, unlisted = {}, owners = {}, configMaps = {}, delayMs = 0 } = {}) {
+export async function startFakeCluster({ namespaces = {}, unlisted = {}, owners = {}, configMaps = {}, pods, delayMs = 0 } = {}) {
   const readable = { ...namespaces, ...unlisted };
   /** Direct reads (not lists or watches), by path. */
   const reads = new Map();
@@ -58,8 +60,21 @@ export async function startFakeCluster({ namespaces = {}, unlisted = {}, owners 
     const namespace = (name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, resourceVersion: '1', annotations: readable[name] } });
     if (path === '/api/v1/namespaces') return list(Object.keys(namespaces).map(namespace));
     if (path === '/api/v1/resourcequotas' || path === '/api/v1/limitranges') return list([]);
+    if (path === '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations') return list([]);
+    if (path === '/api/v1/pods' && pods) {
+      const from = Number(url.searchParams.get('continue') ?? 0);
+      const to = Math.min(pods.count, from + (Number(url.searchParams.get('limit')) || pods.count));
+      const items = Array.from({ length: to - from }, (_, i) => pods.make(from + i));
+      const more = to < pods.count ? { continue: String(to) } : {};
+      return json(res, 200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '1', ...more }, items });
+    }
     const maps = /^\/api\/v1\/namespaces\/([^/]+)\/configmaps$/.exec(path);
     if (maps) return list(configMaps[decodeURIComponent(maps[1])] ?? []);
+    const map = /^\/api\/v1\/namespaces\/([^/]+)\/configmaps\/([^/]+)$/.exec(path);
+    if (map) {
+      const found = (configMaps[decodeURIComponent(map[1])] ?? []).find((cm) => cm.metadata?.name === decodeURIComponent(map[2]));
+      return found ? json(res, 200, found) : notFound(res, 'configmap');
+    }
     reads.set(path, (reads.get(path) ?? 0) + 1);
     setTimeout(() => {
       const ns = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(path);
