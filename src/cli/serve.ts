@@ -1,7 +1,7 @@
 /** `proxy-injector serve`: runs the admission webhook, configured by flags or PROXY_INJECTOR_* environment variables. */
 import { statSync } from 'node:fs';
 import type { LevelWithSilent } from 'pino';
-import { connectToCluster, createContext, type EventPolicy } from '../cluster/index.js';
+import { connectToCluster, createContext, PodScan, type EventPolicy } from '../cluster/index.js';
 import { parseGoDuration } from '../engine/index.js';
 import { createLogger, InjectorMetrics, ListenError, LOG_LEVELS, parseListenAddress, startServer, type LogFormat, type RunningServer, type ServerLimits } from '../server/index.js';
 import { pathProblemText } from '../manifests/index.js';
@@ -48,6 +48,10 @@ Options:
                                the pod with kubectl.kubernetes.io/default-container: its first app container,
                                so that kubectl logs and exec reach the app as before (default off: Linkerd
                                does not, and the pods are then Linkerd's own)
+  --pod-scan-interval DURATION  every DURATION, hold every running pod against what the injector would make
+                               of it now, as check pods does, and export the counts as the gauges
+                               proxy_inject_pods and proxy_inject_drifted_pods; needs a cluster and list on
+                               pods and mutatingwebhookconfigurations; at least 1m (default 0s: off)
   --log-level LEVEL            trace, debug, info, warn, error, fatal or silent (default info)
   --log-format FORMAT          json, pretty, or auto: pretty on a terminal (default auto)
   --shutdown-delay DURATION    keep serving this long after SIGTERM so endpoints drop the pod first (default 0s)
@@ -100,6 +104,7 @@ const OPTIONS = {
   'pod-security-default': { type: 'string' },
   'pod-security-exempt': { type: 'string', multiple: true },
   'kubectl-default-container': { type: 'boolean', default: false },
+  'pod-scan-interval': { type: 'string', default: '0s' },
   'log-level': { type: 'string', default: 'info' },
   'log-format': { type: 'string', default: 'auto' },
   'shutdown-delay': { type: 'string', default: '0s' },
@@ -244,6 +249,9 @@ export async function runServe(argv: string[]): Promise<number> {
   if (!['all', 'relevant', 'none'].includes(events)) throw new UsageError(`${label('events')} ${JSON.stringify(events)}: expected all, relevant or none`);
   const podSecurity = podSecurityFlags(opts['pod-security-default'], opts['pod-security-exempt'], label('pod-security-default'));
   if (opts['no-cluster'] && opts.kubeconfig) throw new UsageError(`${label('no-cluster')} and ${label('kubeconfig')} contradict each other`);
+  const podScanMs = durationMs(label('pod-scan-interval'), opts['pod-scan-interval']);
+  if (podScanMs > 0 && podScanMs < 60_000) throw new UsageError(`${label('pod-scan-interval')} ${JSON.stringify(opts['pod-scan-interval'])}: at least 1m, since each scan lists every pod, or 0s for none`);
+  if (podScanMs > 0 && opts['no-cluster']) throw new UsageError(`${label('pod-scan-interval')} reads the cluster's pods, and ${label('no-cluster')} says there is none`);
   for (const name of ['addr', 'admin-addr'] as const) {
     try {
       parseListenAddress(opts[name]);
@@ -295,6 +303,14 @@ export async function runServe(argv: string[]): Promise<number> {
     throw err;
   }
 
+  let podScan: PodScan | undefined;
+  if (podScanMs > 0 && cluster) {
+    podScan = new PodScan({ cluster, config: () => context.sources.config(), kubectlDefaultContainer: opts['kubectl-default-container'], intervalMs: podScanMs, metrics, logger });
+    podScan.start();
+  } else if (podScanMs > 0) {
+    logger.warn(`${label('pod-scan-interval')} is set, but there is no cluster: no pods are scanned`);
+  }
+
   return new Promise<number>((resolve) => {
     let signals = 0;
     const onSignal = (signal: NodeJS.Signals): void => {
@@ -307,6 +323,7 @@ export async function runServe(argv: string[]): Promise<number> {
       void server
         .shutdown(signal)
         .then(async (clean) => {
+          await podScan?.stop();
           await context.stop();
           return clean;
         })

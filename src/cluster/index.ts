@@ -16,4 +16,16 @@ export { listAll, listPages } from './list.js';
 export { apiErrorMessage } from './api.js';
 export { FileConfigSource, type FileConfigOptions } from './config-files.js';
 export { readLinkerdConfig } from './linkerd-config.js';
+export {
+  auditPods,
+  POD_STATES,
+  TO_ACT_ON,
+  type AuditOptions,
+  type PodAudit,
+  type PodState,
+  type PodsReport,
+  type WorkloadAudit,
+  type WorkloadDifference,
+} from './pod-audit.js';
+export { PodScan, countsOf, type PodScanCounts } from './pod-scan.js';
 export type { ConfigSource } from './config-source.js';

@@ -1,5 +1,5 @@
 /** Prometheus metrics: Linkerd's admission counters with their labels, latency, failures, and process metrics. */
-import type { Counter, Metric, Registry } from 'prom-client';
+import type { Counter, Gauge, Metric, Registry } from 'prom-client';
 import type { HandledAdmission } from '../admission/index.js';
 import { names } from '../engine/index.js';
 import { ConfigLabelValues, LabelSetCap, OTHER, ownerKindLabel } from './metric-labels.js';
@@ -154,6 +154,28 @@ class DurationHistogram {
   }
 }
 
+/** Counts of one pod scan by namespace: pods by state, drifted pods by kind of difference (cluster/pod-scan.ts). */
+export interface ScanCounts {
+  pods: ReadonlyMap<string, Readonly<Partial<Record<string, number>>>>;
+  drifted: ReadonlyMap<string, Readonly<Partial<Record<string, number>>>>;
+}
+
+/** Namespaces a scan's gauges name, in name order; the pods of any further one are reported as `other`. */
+export const MAX_SCAN_NAMESPACES = 500;
+
+/** A scan's counts with at most MAX_SCAN_NAMESPACES namespaces, the rest added up as `other`. */
+function boundedByNamespace(counts: ScanCounts['pods']): Map<string, Partial<Record<string, number>>> {
+  const out = new Map<string, Partial<Record<string, number>>>();
+  const namespaces = [...counts.keys()].sort();
+  for (const [i, ns] of namespaces.entries()) {
+    const into = i < MAX_SCAN_NAMESPACES ? ns : OTHER;
+    const sums = out.get(into) ?? {};
+    out.set(into, sums);
+    for (const [label, n] of Object.entries(counts.get(ns) ?? {})) sums[label] = (sums[label] ?? 0) + (n ?? 0);
+  }
+  return out;
+}
+
 /** The content type of the exposition (Prometheus text format 0.0.4), as prom-client's registry declares it. */
 const EXPOSITION_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
@@ -216,6 +238,10 @@ export class InjectorMetrics {
       'injector would have made the same pod), differs or unreadable.',
     ['verdict'],
   );
+  /** Pod scans (serve --pod-scan-interval), by result: done or failed. */
+  private readonly podScans = new DeferredCounter('proxy_inject_pod_scans_total', 'Scans of the running pods, by result: done or failed.', ['result']);
+  /** The last pod scan's counts, as its gauges report them; none before the first. */
+  private scan: { pods: Map<string, Partial<Record<string, number>>>; drifted: Map<string, Partial<Record<string, number>>> } | undefined;
   private registry: Promise<Registry> | undefined;
 
   constructor(private readonly options: { processMetrics?: boolean } = {}) {}
@@ -225,10 +251,10 @@ export class InjectorMetrics {
    * from then on, so the server asks for it right after it starts listening rather than at the first scrape.
    */
   load(): Promise<Registry> {
-    this.registry ??= import('prom-client').then(({ Counter, Registry, collectDefaultMetrics }) => {
+    this.registry ??= import('prom-client').then(({ Counter, Gauge, Registry, collectDefaultMetrics }) => {
       const registry = new Registry();
       if (this.options.processMetrics !== false) collectDefaultMetrics({ register: registry });
-      for (const deferred of [this.requests, this.responses, this.failures, this.refusals, this.configReloads, this.certificateReloads, this.watchRestarts, this.namespaceLookups, this.events, this.shadowVerdicts]) {
+      for (const deferred of [this.requests, this.responses, this.failures, this.refusals, this.configReloads, this.certificateReloads, this.watchRestarts, this.namespaceLookups, this.events, this.shadowVerdicts, this.podScans]) {
         const counter: Counter = new Counter({
           name: deferred.name,
           help: deferred.help,
@@ -237,6 +263,23 @@ export class InjectorMetrics {
           collect: () => deferred.flushInto(counter),
         });
       }
+      const scanGauge = (name: string, help: string, label: string, of: (scan: NonNullable<typeof this.scan>) => Map<string, Partial<Record<string, number>>>): void => {
+        const gauge: Gauge = new Gauge({
+          name,
+          help,
+          labelNames: ['namespace', label],
+          registers: [registry],
+          collect: () => {
+            gauge.reset();
+            if (!this.scan) return;
+            for (const [namespace, counts] of of(this.scan)) {
+              for (const [value, n] of Object.entries(counts)) gauge.set({ namespace, [label]: value }, n ?? 0);
+            }
+          },
+        });
+      };
+      scanGauge('proxy_inject_pods', 'Running pods at the last pod scan, by namespace and state (as check pods gives it).', 'state', (scan) => scan.pods);
+      scanGauge('proxy_inject_drifted_pods', 'Drifted pods at the last pod scan, by namespace and kind of difference.', 'kind', (scan) => scan.drifted);
       // Not a prom-client metric, but the shape its registry reads (see DurationHistogram).
       registry.registerMetric(this.duration as unknown as Metric);
       return registry;
@@ -304,6 +347,17 @@ export class InjectorMetrics {
       if (at !== undefined) values[at] = this.configValues.value(key, config[key]);
     }
     return values;
+  }
+
+  /** Keeps a pod scan's counts for the gauges, replacing the last scan's: a namespace gone is no longer reported. */
+  podScanned(counts: ScanCounts): void {
+    this.scan = { pods: boundedByNamespace(counts.pods), drifted: boundedByNamespace(counts.drifted) };
+    this.podScans.inc({ result: 'done' });
+  }
+
+  /** Counts a pod scan that failed; the gauges keep the last scan's counts. */
+  podScanFailed(): void {
+    this.podScans.inc({ result: 'failed' });
   }
 
   /** Counts a request refused before evaluation (400, 404, 408, 413, 415). */

@@ -7,69 +7,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { auditPods, runCheckPods, type AuditOptions, type PodsReport, type WorkloadAudit } from '../../src/cli/check-pods.js';
-import { inject, loadValues, withTrustAnchors, type InjectorConfig, type LinkerdValues } from '../../src/engine/index.js';
 import { fakeApi } from '../cluster/fake-api.js';
-import { OTHER_TRUST_ANCHOR, TRUST_ANCHORS, applied } from '../support/engine.js';
-import { stored, withServiceAccount } from '../support/stored-pod.js';
+import { OTHER_TRUST_ANCHOR } from '../support/engine.js';
+import { CONFIG_MAPS, configWith, meshed, ns, pod, type PodOptions } from '../support/running-pods.js';
 
 type Obj = Record<string, unknown>;
-
-const ns = (name: string, annotations: Record<string, string> = {}, labels: Record<string, string> = {}) => ({ metadata: { name, annotations, labels } });
-const container = (name: string) => ({ name, image: `${name}:1` });
-
-interface PodOptions {
-  proxy?: boolean;
-  annotations?: Record<string, string>;
-  labels?: Record<string, string>;
-  owner?: [string, string];
-  phase?: string;
-  spec?: Record<string, unknown>;
-}
-
-function pod(namespace: string, name: string, opts: PodOptions = {}): Obj {
-  return {
-    metadata: {
-      namespace,
-      name,
-      annotations: opts.annotations ?? {},
-      labels: opts.labels ?? {},
-      ...(opts.owner && { ownerReferences: [{ apiVersion: 'apps/v1', kind: opts.owner[0], name: opts.owner[1], uid: 'u', controller: true }] }),
-    },
-    spec: { containers: opts.proxy ? [container('linkerd-proxy'), container('app')] : [container('app')], ...opts.spec },
-    status: { phase: opts.phase ?? 'Running' },
-  };
-}
-
-/** The values the fake cluster's ConfigMap linkerd-config holds, and the configuration they make with its trust roots. */
-const VALUES = 'proxy:\n  logLevel: warn,linkerd=info\n';
-const configWith = (change: (v: LinkerdValues) => void = () => {}, anchors = TRUST_ANCHORS): InjectorConfig => {
-  const values = withTrustAnchors(loadValues(VALUES), anchors);
-  change(values);
-  return { values, controlPlaneNamespace: 'linkerd' };
-};
-const CONFIG = configWith();
-
-/**
- * The pod the webhook made of `object` when `config` was in force, as the API server returns it once it runs: the
- * owner is the workload its ownerReferences name (a Deployment for a ReplicaSet with a template hash).
- */
-function meshed(object: Obj, config: InjectorConfig = CONFIG, namespaceAnnotations: Record<string, string> = { 'linkerd.io/inject': 'enabled' }): Obj {
-  const meta = object['metadata'] as { namespace: string; labels: Record<string, string>; ownerReferences?: Array<{ kind: string; name: string }> };
-  const ref = meta.ownerReferences?.[0];
-  const hash = meta.labels['pod-template-hash'];
-  const owner = ref && (hash ? { kind: 'deployment', name: ref.name.slice(0, -hash.length - 1) } : { kind: ref.kind.toLowerCase(), name: ref.name });
-  const admitted = withServiceAccount({ apiVersion: 'v1', kind: 'Pod', ...object });
-  const result = inject({ object: admitted, kind: 'Pod', namespace: meta.namespace, namespaceAnnotations, config, ...(owner && { owner }) });
-  expect(result.outcome).toBe('injected');
-  const running = stored(applied(admitted, result.patch)) as Obj;
-  (running['status'] as Obj)['phase'] = (object['status'] as Obj)['phase'];
-  return running;
-}
-
-const CONFIG_MAPS: Record<string, Obj> = {
-  '/api/v1/namespaces/linkerd/configmaps/linkerd-config': { metadata: { name: 'linkerd-config' }, data: { values: VALUES } },
-  '/api/v1/namespaces/linkerd/configmaps/linkerd-identity-trust-roots': { metadata: { name: 'linkerd-identity-trust-roots' }, data: { 'ca-bundle.crt': TRUST_ANCHORS } },
-};
 
 const INJECT = { 'linkerd.io/inject': 'enabled' };
 const NAMESPACES = [
@@ -267,6 +209,18 @@ describe('check pods', () => {
       expect(report.workloads).toHaveLength(1);
       expect(report.workloads[0]).toMatchObject({ counts: { meshed: 602, drifted: 601 } });
       expect(report.workloads[0]?.differences).toEqual([expect.objectContaining({ path: 'containers[linkerd-proxy].env[LINKERD2_PROXY_LOG]', pods: 601 })]);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('calls a pod the engine refuses unreadable, and audits the rest', async () => {
+    const huge = pod('drift', 'huge', { annotations: { 'linkerd.io/inject': 'enabled', big: 'x'.repeat(300 * 1024) } });
+    const api = await cluster(undefined, true, [huge, meshed(pod('drift', 'fine'))]);
+    try {
+      const report = await auditPods({ client: api.client, server: 'fake', source: 'test' });
+      expect(podStates(report)).toEqual({ 'drift/huge': 'unreadable', 'drift/fine': 'meshed' });
+      expect(workload(report, 'drift', 'Pod', 'huge')?.pods[0]?.why).toMatch(/^the injector cannot read it: .*annotations/);
     } finally {
       await api.close();
     }

@@ -57,6 +57,8 @@ describe('serve usage errors', () => {
     [['--no-cluster', '--admin-addr', '9995'], '--admin-addr: invalid listen address "9995": expected HOST:PORT, e.g. 0.0.0.0:8443'],
     [['--no-cluster', '--kubeconfig', 'k'], '--no-cluster and --kubeconfig contradict each other'],
     [['--no-cluster', '--pod-security-default', 'strict'], '--pod-security-default "strict": expected privileged, baseline, restricted'],
+    [['--pod-scan-interval', '30s'], '--pod-scan-interval "30s": at least 1m, since each scan lists every pod, or 0s for none'],
+    [['--no-cluster', '--pod-scan-interval', '5m'], "--pod-scan-interval reads the cluster's pods, and --no-cluster says there is none"],
   ])('%j is a usage error before anything starts', async (args, message) => {
     await expect(runServe(args)).rejects.toThrow(new UsageError(message));
   });

@@ -191,6 +191,23 @@ describe('the Helm chart in a real cluster', () => {
     expect(await snapshot(linkerdInjectorObjects('linkerd', '', ''))).toEqual(linkerdSnapshot);
   });
 
+  it('grants list on pods and mutating webhook configurations only with podScan.interval, and passes the flag', () => {
+    const rules = (values: Record<string, unknown>) => {
+      const role = renderChart(RELEASE, RELEASE_NS, values, ['--show-only', 'templates/rbac.yaml']).find((o) => o.kind === 'ClusterRole') as unknown as { rules: Array<{ resources: string[]; verbs: string[] }> };
+      return role.rules.map((r) => `${r.resources.join(',')}:${r.verbs.join(',')}`);
+    };
+    const args = (values: Record<string, unknown>) => {
+      const deployment = renderChart(RELEASE, RELEASE_NS, values, ['--show-only', 'templates/deployment.yaml'])[0] as unknown as { spec: { template: { spec: { containers: Array<{ args: string[] }> } } } };
+      return deployment.spec.template.spec.containers[0]?.args ?? [];
+    };
+    expect(rules({})).not.toContain('pods:list');
+    expect(args({}).filter((a) => a.startsWith('--pod-scan-interval'))).toEqual([]);
+    const scanning = { podScan: { interval: '10m' } };
+    expect(rules(scanning)).toEqual([...rules({}), 'pods:list', 'mutatingwebhookconfigurations:list']);
+    expect(args(scanning)).toContain('--pod-scan-interval=10m');
+    expect(() => renderChart(RELEASE, RELEASE_NS, { podScan: { interval: 'hourly' } })).toThrow(/'\/podScan\/interval': 'hourly' does not match pattern/);
+  });
+
   it('with both webhooks registered, a pod gets exactly one proxy: the injector called second sees it and skips', async () => {
     // kube-apiserver calls mutating webhooks in the order of their configurations' names: Linkerd's first.
     await eventually('both webhooks to be called', async () => {

@@ -23,6 +23,7 @@ import { kubeRequest, startControlPlane, type ControlPlane } from './support/con
 import { createLinkerdNamespace, createNamespace, eventually as eventuallyOr } from './support/kube.js';
 import { linkerdWebhookConfiguration, startInjector, tokenKubeconfig, type RunningInjector } from './support/injector.js';
 import { httpsPost } from '../support/https.js';
+import { samples, sum } from '../support/metrics.js';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const TRUST_ANCHORS = readFileSync(join(REPO_ROOT, 'examples', 'trust-anchors.pem'), 'utf8');
@@ -114,7 +115,8 @@ beforeAll(async () => {
   // The injector's identity: the chart's ServiceAccount and RBAC exactly, and a token for its service account.
   await namespace('proxy-injector');
   const objects = kc.makeApiClient(KubernetesObjectApi);
-  const rbac = renderChart('proxy-injector', 'proxy-injector', {}, ['--show-only', 'templates/serviceaccount.yaml', '--show-only', 'templates/rbac.yaml']);
+  // With podScan.interval, whose scans test 7 reads: the chart then grants list on pods and webhooks.
+  const rbac = renderChart('proxy-injector', 'proxy-injector', { podScan: { interval: '1m' } }, ['--show-only', 'templates/serviceaccount.yaml', '--show-only', 'templates/rbac.yaml']);
   expect(rbac.map((o) => o.kind)).toEqual(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
   for (const doc of rbac) await objects.create(doc);
   const token = await core.createNamespacedServiceAccountToken({
@@ -127,7 +129,7 @@ beforeAll(async () => {
   const kubeconfigPath = tokenKubeconfig(join(workDir, 'kubeconfig'), cp.apiServerUrl, cp.caPem, token.status?.token ?? '');
 
   t = Date.now();
-  injector = await startInjector({ workDir, kubeconfigPath, extraArgs: ['--linkerd-namespace', 'linkerd'] });
+  injector = await startInjector({ workDir, kubeconfigPath, extraArgs: ['--linkerd-namespace', 'linkerd', '--pod-scan-interval', '1m'] });
   timings['injector ready'] = Date.now() - t;
 
   await namespace('emojivoto', { 'linkerd.io/inject': 'enabled' });
@@ -774,6 +776,25 @@ describe('with a real kube-apiserver', () => {
     }
   });
 
+  it("the injector's pod scan exports what check pods finds, with the chart's RBAC for it", async () => {
+    const t = Date.now();
+    const scrape = async () => (await fetch(`${injector.adminUrl}/metrics`)).text();
+    const before = sum(await scrape(), 'proxy_inject_pod_scans_total', { result: 'done' });
+    // A scan that starts after this point (one a minute): nothing creates pods meanwhile.
+    const text = await eventually('a pod scan to finish', async () => {
+      const now = await scrape();
+      return sum(now, 'proxy_inject_pod_scans_total', { result: 'done' }) > before ? now : undefined;
+    }, 150_000);
+    const checked = await runCheckPods(['--kubeconfig', cp.kubeconfigPath, '-n', 'emojivoto', '-o', 'json'], {});
+    const report = JSON.parse(checked.stdout) as PodsReport;
+    const gauges = Object.fromEntries(samples(text, 'proxy_inject_pods').filter((g) => g.labels['namespace'] === 'emojivoto').map((g) => [g.labels['state'], g.value]));
+    const counted = Object.fromEntries(Object.entries(report.counts).filter(([, n]) => n > 0));
+    timings['wait for a pod scan'] = Date.now() - t;
+    expect(gauges).toEqual(counted);
+    expect(counted['meshed']).toBeGreaterThan(5);
+    expect(sum(text, 'proxy_inject_pod_scans_total', { result: 'failed' })).toBe(0);
+  });
+
   it('7. with the injector stopped, failurePolicy Ignore admits pods uninjected (which check pods then lists) and Fail rejects them', async () => {
     const url = injector.webhookUrl;
     expect(await injector.stop()).toBe(0);
@@ -787,11 +808,11 @@ describe('with a real kube-apiserver', () => {
     const report = JSON.parse(checked.stdout) as PodsReport;
     const toActOn = report.workloads.filter((w) => w.counts.unmeshed_asked || w.counts.meshed_unasked || w.counts.drifted || w.counts.unreadable);
     const kindsOf = (name: string) => [...new Set(toActOn.find((w) => w.name === name)?.differences.map((d) => d.kind))];
-    expect(toActOn.map((w) => [w.name, w.counts])).toEqual([
-      ['with-cni', { drifted: 1 }],
+    expect(toActOn.map((w) => [w.name, w.counts]).sort()).toEqual([
       ['caps-classic', { drifted: 1 }],
       ['caps-native', { drifted: 1 }],
       ['while-down-ignore', { unmeshed_asked: 1 }],
+      ['with-cni', { drifted: 1 }],
     ]);
     expect(toActOn.find((w) => w.name === 'while-down-ignore')?.fix).toBe('create the pod again');
     // The pods made while linkerd-config said otherwise (test 4's cniEnabled, test 9's capabilities and env), which

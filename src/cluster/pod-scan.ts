@@ -1,0 +1,95 @@
+/**
+ * `serve --pod-scan-interval`: `check pods`' audit run by the webhook itself on an interval, against the configuration
+ * it injects with, its counts exported as gauges. Listing every pod is a read the webhook does not otherwise make, so
+ * it is off unless asked for (the chart then grants `list` on pods); nothing of a scan is kept but its counts.
+ */
+import type { Logger } from 'pino';
+import type { DriftKind, InjectorConfig } from '../engine/index.js';
+import { apiErrorMessage } from './api.js';
+import type { ClusterConnection } from './kubeconfig.js';
+import { auditPods, POD_STATES, type PodState, type PodsReport } from './pod-audit.js';
+
+/** What one scan found: pods by namespace and state, and drifted pods by namespace and kind of difference. */
+export interface PodScanCounts {
+  pods: Map<string, Partial<Record<PodState, number>>>;
+  drifted: Map<string, Partial<Record<DriftKind, number>>>;
+}
+
+/** Where a scan's results go: the server's metrics. */
+export interface PodScanMetrics {
+  podScanned(counts: PodScanCounts): void;
+  podScanFailed(): void;
+}
+
+export interface PodScanOptions {
+  cluster: ClusterConnection;
+  /** The configuration in force; throws while none has loaded (the scan then waits for the next turn). */
+  config: () => InjectorConfig;
+  kubectlDefaultContainer: boolean;
+  intervalMs: number;
+  metrics: PodScanMetrics;
+  logger: Logger;
+}
+
+/** The counts a report holds, by namespace; the report itself is dropped by the caller. */
+export function countsOf(report: PodsReport): PodScanCounts {
+  const pods = new Map<string, Partial<Record<PodState, number>>>();
+  const drifted = new Map<string, Partial<Record<DriftKind, number>>>();
+  for (const w of report.workloads) {
+    const states = pods.get(w.namespace) ?? {};
+    pods.set(w.namespace, states);
+    for (const state of POD_STATES) if (w.counts[state]) states[state] = (states[state] ?? 0) + (w.counts[state] ?? 0);
+    for (const pod of w.pods) {
+      if (!pod.kinds) continue;
+      const kinds = drifted.get(w.namespace) ?? {};
+      drifted.set(w.namespace, kinds);
+      for (const kind of pod.kinds) kinds[kind] = (kinds[kind] ?? 0) + 1;
+    }
+  }
+  return { pods, drifted };
+}
+
+/** Scans now and then every `intervalMs` after the previous scan ended, until stopped; one scan at a time. */
+export class PodScan {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private running: Promise<void> | undefined;
+
+  constructor(private readonly options: PodScanOptions) {}
+
+  start(): void {
+    this.running = this.scan();
+  }
+
+  /** Stops scanning; a scan under way finishes its current page, and its result is dropped. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private async scan(): Promise<void> {
+    const { logger, metrics } = this.options;
+    const started = performance.now();
+    try {
+      const config = this.options.config();
+      const report = await auditPods(this.options.cluster, {
+        config: { config, source: "the injector's configuration" },
+        kubectlDefaultContainer: this.options.kubectlDefaultContainer,
+      });
+      if (this.stopped) return;
+      metrics.podScanned(countsOf(report));
+      const seconds = ((performance.now() - started) / 1e3).toFixed(1);
+      logger.info({ counts: report.counts, seconds: Number(seconds) }, `scanned the running pods in ${seconds} s`);
+    } catch (err) {
+      if (this.stopped) return;
+      metrics.podScanFailed();
+      logger.warn({ err: apiErrorMessage(err) }, 'could not scan the running pods; the gauges keep the last scan');
+    } finally {
+      if (!this.stopped) {
+        this.timer = setTimeout(() => (this.running = this.scan()), this.options.intervalMs);
+        this.timer.unref();
+      }
+    }
+  }
+}
