@@ -11,10 +11,17 @@ import type { Readable } from 'node:stream';
  */
 export const BYTES_PER_VALUE = 32;
 
+/** A body being read, which may be refused to make room for an older body of its client. */
+export interface Reading {
+  refuse(): void;
+}
+
 /** What the reviews being read or answered hold, in all and by client address. */
 export class InFlightBytes {
   private held = 0;
   private readonly byClient = new Map<string, number>();
+  /** Each client's bodies being read, oldest first. */
+  private readonly reading = new Map<string, Set<Reading>>();
 
   constructor(
     /** The most all reviews together may hold. */
@@ -39,6 +46,26 @@ export class InFlightBytes {
     const left = (this.byClient.get(client) ?? bytes) - bytes;
     if (left > 0) this.byClient.set(client, left);
     else this.byClient.delete(client);
+  }
+
+  /** Notes a body of `client` being read, after those already being read. */
+  startReading(client: string, reading: Reading): void {
+    let bodies = this.reading.get(client);
+    if (!bodies) this.reading.set(client, (bodies = new Set()));
+    bodies.add(reading);
+  }
+
+  stopReading(client: string, reading: Reading): void {
+    const bodies = this.reading.get(client);
+    bodies?.delete(reading);
+    if (bodies?.size === 0) this.reading.delete(client);
+  }
+
+  /** The client's youngest body being read, when it arrived after `than`. */
+  youngerThan(client: string, than: Reading): Reading | undefined {
+    let youngest: Reading | undefined;
+    for (const body of this.reading.get(client) ?? []) youngest = body;
+    return youngest === than ? undefined : youngest;
   }
 
   /** What the client holds now (all clients when none is named). */
@@ -101,7 +128,9 @@ export interface BodyCharge {
 
 /**
  * Reads a body to its end as text, charging each chunk as it arrives: its bytes and BYTES_PER_VALUE for each value it
- * starts. Stops reading at the first bound met and resolves with which one; the charge is the caller's to give back.
+ * starts. Stops reading at the first bound met and resolves with which one, giving back what it held; the charge of a
+ * body read to its end is the caller's to give back. When a client's bodies pass its share, its youngest is refused
+ * first, so that its oldest always finishes however their chunks interleave.
  */
 export function readBody(payload: Readable, bounds: { maxBytes: number; maxValues: number }, budget: InFlightBytes, charge: BodyCharge): Promise<string | BodyRefusal> {
   return new Promise((resolve) => {
@@ -109,7 +138,11 @@ export function readBody(payload: Readable, bounds: { maxBytes: number; maxValue
     const counter = new JsonValueCounter();
     let bytes = 0;
     let values = 0;
+    const reading: Reading = { refuse: () => stop({ bound: 'client', held: budget.holding(charge.client) }) };
     const stop = (refusal: BodyRefusal): void => {
+      budget.stopReading(charge.client, reading);
+      budget.give(charge.client, charge.bytes);
+      charge.bytes = 0;
       // The rest of a refused body is dropped as it arrives, so that the client can read the refusal before its
       // connection is closed; its bytes are neither kept nor charged.
       payload.off('data', onData);
@@ -129,12 +162,19 @@ export function readBody(payload: Readable, bounds: { maxBytes: number; maxValue
       if (values > bounds.maxValues) return stop({ bound: 'values', bytes, values });
       const weight = chunk.length + counted * BYTES_PER_VALUE;
       if (charge.bytes + weight > budget.perClient) return stop({ bound: 'weight', bytes, values });
-      const over = budget.take(charge.client, weight);
+      let over = budget.take(charge.client, weight);
+      for (let younger; over === 'client' && (younger = budget.youngerThan(charge.client, reading)); over = budget.take(charge.client, weight)) {
+        younger.refuse();
+      }
       if (over) return stop({ bound: over, held: budget.holding(over === 'client' ? charge.client : undefined) });
       charge.bytes += weight;
       chunks.push(chunk);
     };
-    const onEnd = (): void => resolve(Buffer.concat(chunks, bytes).toString('utf8'));
+    const onEnd = (): void => {
+      budget.stopReading(charge.client, reading);
+      resolve(Buffer.concat(chunks, bytes).toString('utf8'));
+    };
+    budget.startReading(charge.client, reading);
     payload.on('data', onData);
     payload.once('end', onEnd);
     payload.once('error', onError);

@@ -72,4 +72,26 @@ describe('readBody', () => {
     const large = readBody(new PassThrough().end('"' + 'x'.repeat(200) + '"'), { maxBytes: 100, maxValues: 1_000 }, budget, { client: 'c', bytes: 0 });
     expect(await large).toEqual({ bound: 'body', bytes: 202 });
   });
+
+  it("refuses a client's youngest body first, so that its oldest finishes however their chunks interleave", async () => {
+    const budget = new InFlightBytes(10_000, 1_000);
+    const bounds = { maxBytes: 10_000, maxValues: 1_000 };
+    const streams = [new PassThrough(), new PassThrough(), new PassThrough()];
+    const charges = streams.map(() => ({ client: 'a', bytes: 0 }));
+    const reads = streams.map((stream, i) => readBody(stream, bounds, budget, charges[i] as { client: string; bytes: number }));
+    // Each sends 300 bytes in turn, 900 in all: together they pass the share of 1,000 on the oldest's second chunk.
+    const chunk = `"${'x'.repeat(298)}"`;
+    for (let round = 0; round < 3; round++) {
+      for (const stream of streams) if (stream.writable) stream.write(round === 0 ? chunk : ' '.repeat(300));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    for (const stream of streams) stream.end();
+    const [oldest, middle, youngest] = await Promise.all(reads);
+    expect(oldest).toBe(chunk + ' '.repeat(600));
+    expect(middle).toMatchObject({ bound: 'client' });
+    expect(youngest).toMatchObject({ bound: 'client' });
+    // A refused body holds nothing once refused; the oldest holds what it read until the caller gives it back.
+    expect(charges.map((c) => c.bytes)).toEqual([900, 0, 0]);
+    expect(budget.holding('a')).toBe(900);
+  });
 });
