@@ -216,10 +216,18 @@ describe('the Helm chart in a real cluster', () => {
       return (await reviews(linkerdInjector)) > l && (await reviews(chartInjector)) > c ? true : undefined;
     });
     const skippedBefore = await counter(chartInjector, 'proxy_inject_admission_responses_total', { skip_reason: 'sidecar_already_exists' });
+    const shadow = async () => ({
+      same: await counter(chartInjector, 'proxy_inject_shadow_total', { verdict: 'same' }),
+      differs: await counter(chartInjector, 'proxy_inject_shadow_total', { verdict: 'differs' }),
+      unreadable: await counter(chartInjector, 'proxy_inject_shadow_total', { verdict: 'unreadable' }),
+    });
+    const shadowBefore = await shadow();
     const created = await core.createNamespacedPod({ namespace: 'meshed', body: pod('both-registered') });
     expect(allContainers(created).filter((n) => n === 'linkerd-proxy')).toHaveLength(1);
     expect(allContainers(created).filter((n) => n === 'linkerd-init')).toHaveLength(1);
     expect(await counter(chartInjector, 'proxy_inject_admission_responses_total', { skip_reason: 'sidecar_already_exists' })).toBe(skippedBefore + 1);
+    // The injector called second, with the same configuration, would have made exactly the pod the first one made.
+    expect(await shadow()).toEqual({ ...shadowBefore, same: shadowBefore.same + 1 });
   });
 
   it('the swap: with Linkerd’s webhook pointed at no namespace only the chart’s injector mutates; reverting restores Linkerd’s', async () => {
