@@ -62,14 +62,14 @@ export function checkTrustAnchors(pem: string, source: string): number {
 }
 
 /**
- * The values with the trust anchors in force, checked: `anchors` when given (a file, a ConfigMap key), else the values'
- * own `identityTrustAnchorsPEM`, described by `valuesSource`. Throws as checkTrustAnchors does.
+ * The values with the trust anchors the webhook injects, checked: `anchors` when given (a file, a ConfigMap key), else
+ * the values' own `identityTrustAnchorsPEM`, described by `valuesSource`. Trimmed, as Linkerd's webhook has them: it
+ * reads the bundle its chart writes into linkerd-identity-trust-roots with `| trim`, and hashes it for
+ * `linkerd.io/trust-root-sha256`, so a copy of the values (whose PEM ends with a newline) must hash the same. Throws
+ * as checkTrustAnchors does.
  */
 export function withCheckedTrustAnchors(values: LinkerdValues, anchors: { pem: string; source: string } | undefined, valuesSource: string): LinkerdValues {
-  if (anchors === undefined) {
-    checkTrustAnchors(values.identityTrustAnchorsPEM, `identityTrustAnchorsPEM in ${valuesSource}`);
-    return values;
-  }
-  checkTrustAnchors(anchors.pem, anchors.source);
-  return withTrustAnchors(values, anchors.pem);
+  const pem = anchors?.pem ?? values.identityTrustAnchorsPEM;
+  checkTrustAnchors(pem, anchors?.source ?? `identityTrustAnchorsPEM in ${valuesSource}`);
+  return pem.trim() === values.identityTrustAnchorsPEM ? values : withTrustAnchors(values, pem.trim());
 }

@@ -42,7 +42,7 @@ describe('FileConfigSource', () => {
     const { s } = source({ values: 'cniEnabled: true\n', anchors: TRUST_ANCHORS });
     expect(s.loaded).toBe(true);
     expect(s.current().values.cniEnabled).toBe(true);
-    expect(s.current().values.identityTrustAnchorsPEM).toBe(TRUST_ANCHORS);
+    expect(s.current().values.identityTrustAnchorsPEM).toBe(TRUST_ANCHORS.trim());
     expect(s.current().controlPlaneNamespace).toBe('linkerd');
   });
 
@@ -87,7 +87,7 @@ describe('FileConfigSource', () => {
   describe('trust anchors', () => {
     it('takes a bundle of two certificates', () => {
       const { s } = source({ values: '', anchors: `${TRUST_ANCHORS}${OTHER_TRUST_ANCHOR}` });
-      expect(s.current().values.identityTrustAnchorsPEM).toBe(`${TRUST_ANCHORS}${OTHER_TRUST_ANCHOR}`);
+      expect(s.current().values.identityTrustAnchorsPEM).toBe(`${TRUST_ANCHORS}${OTHER_TRUST_ANCHOR}`.trim());
     });
 
     it.each(INVALID_BUNDLES)('refuses %s: not loaded, CONFIG_NOT_LOADED naming the file', (_name, pem, says) => {
@@ -119,13 +119,13 @@ describe('FileConfigSource', () => {
       const { s, anchorsPath, reloads } = source({ values: '', anchors: TRUST_ANCHORS });
       writeFileSync(anchorsPath, privateKeys()['PRIVATE KEY'] as string);
       s.poll();
-      expect(s.current().values.identityTrustAnchorsPEM).toBe(TRUST_ANCHORS);
+      expect(s.current().values.identityTrustAnchorsPEM).toBe(TRUST_ANCHORS.trim());
       writeFileSync(anchorsPath, `${TRUST_ANCHORS}junk`);
       s.poll();
-      expect(s.current().values.identityTrustAnchorsPEM).toBe(TRUST_ANCHORS);
+      expect(s.current().values.identityTrustAnchorsPEM).toBe(TRUST_ANCHORS.trim());
       writeFileSync(anchorsPath, OTHER_TRUST_ANCHOR);
       s.poll();
-      expect(s.current().values.identityTrustAnchorsPEM).toBe(OTHER_TRUST_ANCHOR);
+      expect(s.current().values.identityTrustAnchorsPEM).toBe(OTHER_TRUST_ANCHOR.trim());
       expect(reloads).toEqual([false, false, true]);
     });
 
@@ -144,7 +144,7 @@ describe('FileConfigSource', () => {
       writeFileSync(valuesPath, values(OTHER_TRUST_ANCHOR));
       const good = new FileConfigSource({ valuesPath, controlPlaneNamespace: 'linkerd', logger: silent, pollMs: 0 });
       sources.push(good);
-      expect(good.current().values.identityTrustAnchorsPEM).toBe(OTHER_TRUST_ANCHOR);
+      expect(good.current().values.identityTrustAnchorsPEM).toBe(OTHER_TRUST_ANCHOR.trim());
     });
   });
 });

@@ -1,7 +1,9 @@
 /** ApiConfigSource: the Linkerd configuration from the two ConfigMaps, listed and watched through the API. */
+import { createHash } from 'node:crypto';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiConfigSource } from '../../src/cluster/linkerd-config.js';
+import { inject } from '../../src/engine/index.js';
 import { OTHER_TRUST_ANCHOR, TRUST_ANCHORS } from '../support/engine.js';
 import { bodyLines, privateKeys } from '../support/trust-anchors.js';
 import { fakeApi, type FakeApi } from './fake-api.js';
@@ -53,7 +55,7 @@ describe('ApiConfigSource', () => {
     ]);
     expect(s.loaded).toBe(true);
     expect(s.current().values.proxy.logLevel).toBe('debug');
-    expect(s.current().values.identityTrustAnchorsPEM).toBe(TRUST_ANCHORS);
+    expect(s.current().values.identityTrustAnchorsPEM).toBe(TRUST_ANCHORS.trim());
     expect(messages.filter((m) => /Linkerd configuration/.test(m))).toEqual(['loaded Linkerd configuration']);
     expect(reloads).toEqual([]);
   });
@@ -90,16 +92,16 @@ describe('ApiConfigSource', () => {
       configMap('linkerd-config', { values: 'proxy:\n  logLevel: debug\n' }),
       roots(TRUST_ANCHORS, '1'),
     ]);
-    expect(s.current().values.identityTrustAnchorsPEM).toBe(TRUST_ANCHORS);
+    expect(s.current().values.identityTrustAnchorsPEM).toBe(TRUST_ANCHORS.trim());
     const settled = async (count: number) => {
       while (reloads.length < count) await new Promise((resolve) => setTimeout(resolve, 5));
     };
     await api?.send(CONFIGMAPS, 'MODIFIED', roots(`${TRUST_ANCHORS}-----BEGIN CERTIFICATE-----\nMIIB\n`, '2'));
     await settled(1);
-    expect(s.current().values.identityTrustAnchorsPEM).toBe(TRUST_ANCHORS);
+    expect(s.current().values.identityTrustAnchorsPEM).toBe(TRUST_ANCHORS.trim());
     await api?.send(CONFIGMAPS, 'MODIFIED', roots(`${TRUST_ANCHORS}${OTHER_TRUST_ANCHOR}`, '3'));
     await settled(2);
-    expect(s.current().values.identityTrustAnchorsPEM).toBe(`${TRUST_ANCHORS}${OTHER_TRUST_ANCHOR}`);
+    expect(s.current().values.identityTrustAnchorsPEM).toBe(`${TRUST_ANCHORS}${OTHER_TRUST_ANCHOR}`.trim());
     expect(reloads).toEqual([false, true]);
     expect(messages).toContain('refusing the new Linkerd configuration; keeping the last good one');
   });
@@ -108,4 +110,17 @@ describe('ApiConfigSource', () => {
     const { source: s } = await started([configMap('linkerd-config', { values: 'identityTrustAnchorsPEM: hello\n' })]);
     expect(() => s.current()).toThrowError('identityTrustAnchorsPEM in ConfigMap linkerd/linkerd-config: no PEM CERTIFICATE block');
   });
+
+  it("uses a values copy's trust anchors as Linkerd's webhook does: trimmed, so that pods carry Linkerd's trust-root-sha256", async () => {
+    // linkerd-config's values keep the PEM's last newline; Linkerd's webhook hashes linkerd-identity-trust-roots,
+    // which its chart writes with `| trim`.
+    const values = `identityTrustAnchorsPEM: |\n${TRUST_ANCHORS.trim().replace(/^/gm, '  ')}\n`;
+    const { source: s } = await started([configMap('linkerd-config', { values })]);
+    expect(s.current().values.identityTrustAnchorsPEM).toBe(TRUST_ANCHORS.trim());
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', annotations: { 'linkerd.io/inject': 'enabled' } }, spec: { containers: [{ name: 'app', image: 'app' }] } };
+    const result = inject({ object: pod, kind: 'Pod', namespace: 'shop', config: s.current() });
+    const hash = result.outcome === 'injected' ? result.patch.find((op) => op.path === '/metadata/annotations/linkerd.io~1trust-root-sha256')?.value : undefined;
+    expect(hash).toBe(createHash('sha256').update(TRUST_ANCHORS.trim()).digest('hex'));
+  });
 });
+
