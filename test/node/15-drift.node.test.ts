@@ -86,30 +86,16 @@ interface WorkloadJson {
 
 /** Reads `check pods -o json` into rows, one per pod. */
 function readCheck(code: number, stdout: string, stderr: string): Checked {
-  let report: {
-    configuration?: unknown;
-    counts?: Record<string, number>;
-    workloads?: WorkloadJson[];
-    /** before drift verdicts: one entry per pod */
-    pods?: Array<{ namespace: string; name: string; workload: { kind: string; name: string }; state: string; fix?: string }>;
-  };
+  let report: { configuration?: unknown; counts?: Record<string, number>; workloads?: WorkloadJson[] };
   try {
     report = JSON.parse(stdout) as typeof report;
   } catch {
     throw new Error(`check pods exit ${code}, not JSON: ${stdout.slice(0, 500)} ${stderr.slice(0, 500)}`);
   }
+  if (!Array.isArray(report.workloads)) throw new Error(`check pods gave no workloads: ${stdout.slice(0, 500)}`);
   const pods: PodRow[] = [];
   const differences = new Map<string, Difference[]>();
   const fixes = new Map<string, string>();
-  if (!Array.isArray(report.workloads)) {
-    if (!Array.isArray(report.pods)) throw new Error(`check pods gave neither workloads nor pods: ${stdout.slice(0, 500)}`);
-    for (const p of report.pods) {
-      const workload = `${p.workload.kind}/${p.workload.name}`;
-      pods.push({ namespace: p.namespace, workload, name: p.name, state: p.state, kinds: [] });
-      if (p.fix) fixes.set(`${p.namespace}/${workload}`, p.fix);
-    }
-    return { code, counts: report.counts ?? {}, pods, differences, fixes };
-  }
   for (const w of report.workloads) {
     const workload = `${w.kind}/${w.name}`;
     for (const p of w.pods ?? []) pods.push({ namespace: w.namespace, workload, name: p.name, state: p.state, kinds: p.kinds ?? [] });
