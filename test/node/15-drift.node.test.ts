@@ -278,9 +278,11 @@ describe.skipIf(node.skip !== undefined)('drift verdicts: the shadow verdict dur
     linkerdChanged = true;
     await linkerd.upgrade({ 'proxy.logLevel': CHANGED_LOG_LEVEL });
     const upgraded = Date.now();
+    let runs = 0;
     const seen = await eventually(
       'check pods to call web and solo drifted',
       async () => {
+        runs++;
         const c = await checkPods(NS);
         const drifted = new Set(c.pods.filter((p) => p.state === 'drifted').map((p) => p.workload));
         return drifted.has('Deployment/web') && drifted.has('Pod/solo') ? c : undefined;
@@ -298,7 +300,7 @@ describe.skipIf(node.skip !== undefined)('drift verdicts: the shadow verdict dur
     const drifted = check.pods.filter((p) => p.state === 'drifted');
     log(
       `proxy.logLevel ${JSON.stringify(CHANGED_LOG_LEVEL)}: helm upgrade ${((upgraded - started) / 1000).toFixed(1)} s, check pods reported the drift ` +
-        `${((reported - upgraded) / 1000).toFixed(1)} s after it returned (${showRows(seen.pods)}); after restarting other and creating fresh: exit ${check.code}, ` +
+        `${((reported - upgraded) / 1000).toFixed(1)} s after it returned, on its run ${runs} (${showRows(seen.pods)}); after restarting other and creating fresh: exit ${check.code}, ` +
         `counts ${JSON.stringify(check.counts)}, ${showRows(check.pods)}; web's differences ${JSON.stringify(check.differences.get(`${NS}/Deployment/web`))}; ` +
         `fix ${JSON.stringify(check.fixes.get(`${NS}/Deployment/web`))}; configuration ${JSON.stringify(check.configuration)}`,
     );
@@ -348,9 +350,11 @@ describe.skipIf(node.skip !== undefined)('drift verdicts: the shadow verdict dur
     const upgraded = Date.now();
     const roots = await cluster.kubectl(['-n', LINKERD_NS, 'get', 'configmap', 'linkerd-identity-trust-roots', '-o', 'jsonpath={.data.ca-bundle\\.crt}']);
     expect(roots.trim()).toBe(bundle.trim());
+    let runs = 0;
     const seen = await eventually(
       'check pods to call web and solo drifted',
       async () => {
+        runs++;
         const c = await checkPods(NS);
         const web = c.pods.filter((p) => p.workload === 'Deployment/web' || p.workload === 'Pod/solo');
         return web.length === 3 && web.every((p) => p.state === 'drifted') ? c : undefined;
@@ -367,7 +371,7 @@ describe.skipIf(node.skip !== undefined)('drift verdicts: the shadow verdict dur
     const drifted = check.pods.filter((p) => p.state === 'drifted');
     log(
       `new trust-anchor bundle (2 roots): helm upgrade ${((upgraded - started) / 1000).toFixed(1)} s, check pods reported the drift ` +
-        `${((reported - upgraded) / 1000).toFixed(1)} s after it returned (${showRows(seen.pods)}); after restarting other and fresh (Ready, so identity still issues): exit ${check.code}, ` +
+        `${((reported - upgraded) / 1000).toFixed(1)} s after it returned, on its run ${runs} (${showRows(seen.pods)}); after restarting other and fresh (Ready, so identity still issues): exit ${check.code}, ` +
         `counts ${JSON.stringify(check.counts)}, ${showRows(check.pods)}; web's differences ${JSON.stringify(check.differences.get(`${NS}/Deployment/web`)?.map((d) => ({ kind: d.kind, path: d.path })))}`,
     );
     expect(check.code).toBe(1);
