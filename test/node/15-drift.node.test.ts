@@ -189,7 +189,8 @@ describe.skipIf(node.skip !== undefined)('drift verdicts: the shadow verdict dur
     if (injectorScaledDown) await cluster.kubectl(['-n', INJECTOR_NS, 'scale', `deployment/${INJECTOR_RELEASE}`, '--replicas=1']);
     if (injectorChanged) await injector.rollback(injectorRevision);
     if (linkerdChanged) await linkerd.rollback(linkerdRevision);
-    await readyPods(cluster, INJECTOR_NS, INJECTOR_SELECTOR, 1);
+    // The files after this one read the injector's pod: the one that is left, once an old one stopped serving.
+    await injectorSettled();
     await cluster.kubectl(['delete', 'namespace', NS, '--wait=false']);
   });
 
