@@ -217,12 +217,11 @@ describe.skipIf(node.skip !== undefined)('drift verdicts: the shadow verdict dur
     const original = String(values.getIn(['proxy', 'logLevel']));
     expect(original).not.toBe(CHANGED_LOG_LEVEL);
     values.setIn(['proxy', 'logLevel'], CHANGED_LOG_LEVEL);
-    // The anchors exactly as Linkerd's injector reads them (linkerd-identity-trust-roots): the copy in linkerd-config's
-    // values ends with a newline the ConfigMap's has not, and linkerd.io/trust-root-sha256 is a hash of the text.
+    // linkerd-config's values as they are, the chart's documented use: their PEM ends with a newline that the bundle
+    // Linkerd's injector reads (linkerd-identity-trust-roots) has not, and the injector trims it as Linkerd's chart does.
     const roots = await cluster.kubectl(['-n', LINKERD_NS, 'get', 'configmap', 'linkerd-identity-trust-roots', '-o', 'jsonpath={.data.ca-bundle\\.crt}']);
     const inValues = String(values.get('identityTrustAnchorsPEM'));
     log(`linkerd-config's identityTrustAnchorsPEM ${inValues === roots ? 'equals' : inValues.trim() === roots.trim() ? 'differs only in surrounding whitespace from' : 'differs from'} linkerd-identity-trust-roots' ca-bundle.crt`);
-    values.set('identityTrustAnchorsPEM', roots);
     injectorChanged = true;
     await injector.upgrade({ 'linkerd.values': values.toString() });
     // The upgrade rolled the injector's pod: its counters start again from zero, read before any pod is made, once the
