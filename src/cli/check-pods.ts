@@ -2,10 +2,9 @@
  * `proxy-injector check pods`: every running pod held against what the injector would make of it now (see
  * cluster/pod-audit.ts), printed by workload with the command that makes its pods again.
  */
-import { parseArgs } from 'node:util';
 import { apiErrorMessage, auditPods, connectToCluster, POD_STATES, TO_ACT_ON, type PodState, type PodsReport, type WorkloadDifference } from '../cluster/index.js';
 import { clip } from '../engine/index.js';
-import type { CliResult } from './command-io.js';
+import { clusterCommandArgs, type CliResult } from './command-io.js';
 import { FAIL, WARN } from './report.js';
 
 export { auditPods, type AuditOptions, type PodsReport, type WorkloadAudit } from '../cluster/index.js';
@@ -41,29 +40,13 @@ the cluster cannot be read); 2 usage error.
 
 /** Runs `check pods`. */
 export async function runCheckPods(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<CliResult> {
-  let opts: Record<string, string | boolean | undefined>;
-  try {
-    opts = parseArgs({
-      args: [...argv],
-      options: {
-        kubeconfig: { type: 'string' },
-        namespace: { type: 'string', short: 'n' },
-        'linkerd-namespace': { type: 'string', short: 'L' },
-        'kubectl-default-container': { type: 'boolean' },
-        output: { type: 'string', short: 'o' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    }).values;
-  } catch (err) {
-    return { stdout: '', stderr: `proxy-injector check pods: ${(err as Error).message}\n${CHECK_PODS_HELP}`, code: 2 };
-  }
-  if (opts['help'] === true) return { stdout: CHECK_PODS_HELP, stderr: '', code: 0 };
-  const output = opts['output'] ?? 'text';
-  if (output !== 'text' && output !== 'json') {
-    return { stdout: '', stderr: `proxy-injector check pods: --output ${JSON.stringify(output)}: expected text or json\n`, code: 2 };
-  }
-  const text = (key: string): string | undefined => (typeof opts[key] === 'string' && opts[key] !== '' ? (opts[key] as string) : undefined);
+  const args = clusterCommandArgs('check pods', CHECK_PODS_HELP, argv, {
+    namespace: { type: 'string', short: 'n' },
+    'linkerd-namespace': { type: 'string', short: 'L' },
+    'kubectl-default-container': { type: 'boolean' },
+  });
+  if (!('output' in args)) return args;
+  const { text, output } = args;
   let report: PodsReport;
   try {
     const kubeconfig = text('kubeconfig');
@@ -75,7 +58,7 @@ export async function runCheckPods(argv: readonly string[], env: NodeJS.ProcessE
       report = await auditPods(cluster, {
         ...(namespace && { namespace }),
         ...(controlPlaneNamespace && { controlPlaneNamespace }),
-        kubectlDefaultContainer: opts['kubectl-default-container'] === true,
+        kubectlDefaultContainer: args.flag('kubectl-default-container'),
       });
     } finally {
       cluster.client.close();

@@ -143,3 +143,38 @@ export async function runOnProcess(run: (argv: readonly string[], io: CliIo) => 
   process.stderr.write(result.stderr);
   return result.code;
 }
+
+/** What a command that reads a cluster was given: its flags' text, its switches, and its output format. */
+export interface ClusterCommandArgs {
+  text(name: string): string | undefined;
+  flag(name: string): boolean;
+  output: 'text' | 'json';
+}
+
+/**
+ * Parses the arguments of a command that reads a cluster (`check pods`, `heal`): `options` besides --kubeconfig,
+ * --output and --help. A usage error or --help is the command's whole answer.
+ */
+export function clusterCommandArgs(command: string, help: string, argv: readonly string[], options: ParseArgsConfig['options']): ClusterCommandArgs | CliResult {
+  let opts: Record<string, unknown>;
+  try {
+    opts = parseArgs({
+      args: [...argv],
+      options: { ...options, kubeconfig: { type: 'string' }, output: { type: 'string', short: 'o' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }).values;
+  } catch (err) {
+    return { stdout: '', stderr: `proxy-injector ${command}: ${(err as Error).message}\n${help}`, code: 2 };
+  }
+  if (opts['help'] === true) return { stdout: help, stderr: '', code: 0 };
+  const output = opts['output'] ?? 'text';
+  if (output !== 'text' && output !== 'json') {
+    return { stdout: '', stderr: `proxy-injector ${command}: --output ${JSON.stringify(output)}: expected text or json\n`, code: 2 };
+  }
+  return {
+    text: (name) => (typeof opts[name] === 'string' && opts[name] !== '' ? (opts[name] as string) : undefined),
+    flag: (name) => opts[name] === true,
+    output,
+  };
+}
+

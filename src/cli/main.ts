@@ -14,7 +14,8 @@ Commands:
                        pod will start (iptables rules, proxy, await hook, app), and the start-up
                        risks with their fixes.
   check cni            Check a node's CNI configuration for the Linkerd CNI plugin.
-  check pods           List running pods that should have the proxy and do not, or the reverse.
+  check pods           Hold running pods against what the injector would make of them now.
+  heal [--apply]       Restart, one workload at a time, what check pods finds drifted or unmeshed.
   inject [--manual] FILE|DIR|URL|- ...
                        Add Linkerd to Kubernetes manifests: the linkerd.io/inject annotation, or
                        with --manual the proxy itself, as 'linkerd inject' does.
@@ -34,6 +35,15 @@ const COMMANDS: Record<string, () => Promise<(args: string[]) => Promise<number>
   check: async () => (await import('./check.js')).runCheckCommand,
   inject: async () => (await import('./inject.js')).runInjectCommand,
   uninject: async () => (await import('./uninject.js')).runUninjectCommand,
+  heal: async () => {
+    const { runHealCommand } = await import('./heal.js');
+    return async (args: string[]) => {
+      const result = await runHealCommand(args);
+      process.stdout.write(result.stdout);
+      process.stderr.write(result.stderr);
+      return result.code;
+    };
+  },
 };
 
 const VERSION_HELP = `Usage: proxy-injector version

@@ -28,4 +28,5 @@ export {
   type WorkloadDifference,
 } from './pod-audit.js';
 export { PodScan, countsOf, type PodScanCounts } from './pod-scan.js';
+export { HEAL_ANNOTATION, HEALED_FOR_ANNOTATION, planHeal, runHeal, type HealOptions, type HealPlan, type HealResult, type HealStep } from './heal.js';
 export type { ConfigSource } from './config-source.js';

@@ -16,7 +16,7 @@ export interface FakeApiOptions {
   /** Items of the list at each collection path, e.g. /api/v1/namespaces. */
   lists?: Record<string, unknown[]>;
   /** Answers a direct read; the default answers a namespace named by the path's last segment. */
-  read?: (path: string, res: ServerResponse) => void;
+  read?: (path: string, res: ServerResponse, req: IncomingMessage) => void;
 }
 
 const json = (res: ServerResponse, status: number, body: unknown): void => {
@@ -57,7 +57,7 @@ export async function fakeApi(options: FakeApiOptions = {}): Promise<FakeApi> {
       return;
     }
     reads.push(url.pathname);
-    (options.read ?? namespaceFrom)(url.pathname, res);
+    (options.read ?? namespaceFrom)(url.pathname, res, req);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const client = new HttpApiClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, async () => {});
