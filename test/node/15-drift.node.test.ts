@@ -1,5 +1,5 @@
 /**
- * Drift verdicts in a running mesh (issue 51): the shadow verdict this injector gives each pod Linkerd's injector
+ * Drift verdicts in a running mesh: the shadow verdict this injector gives each pod Linkerd's injector
  * meshed while both webhooks are registered (`same` with the same configuration, `differs`, with the difference in
  * its log, with one setting changed for this injector only); `check pods` after a change to Linkerd's proxy settings
  * and after a new trust-anchor bundle (the pods started before are drifted, those started after are current); a pod
