@@ -3,7 +3,7 @@
  * the webhook meshed under a given configuration (injected by the engine, then stored as the API server stores them).
  */
 import { expect } from 'vitest';
-import { inject, loadValues, withTrustAnchors, type InjectorConfig, type LinkerdValues } from '../../src/engine/index.js';
+import { inject, loadValues, withCheckedTrustAnchors, type InjectorConfig, type LinkerdValues } from '../../src/engine/index.js';
 import { TRUST_ANCHORS, applied } from './engine.js';
 import { stored, withServiceAccount } from './stored-pod.js';
 
@@ -35,10 +35,13 @@ export function pod(namespace: string, name: string, opts: PodOptions = {}): Obj
   };
 }
 
-/** The values the fake cluster's ConfigMap linkerd-config holds, and the configuration they make with its trust roots. */
+/**
+ * The values the fake cluster's ConfigMap linkerd-config holds, and the configuration they make with its trust roots,
+ * as the webhook reads them (the anchors trimmed).
+ */
 export const VALUES = 'proxy:\n  logLevel: warn,linkerd=info\n';
 export const configWith = (change: (v: LinkerdValues) => void = () => {}, anchors = TRUST_ANCHORS): InjectorConfig => {
-  const values = withTrustAnchors(loadValues(VALUES), anchors);
+  const values = withCheckedTrustAnchors(loadValues(VALUES), { pem: anchors, source: 'test' }, 'test');
   change(values);
   return { values, controlPlaneNamespace: 'linkerd' };
 };
