@@ -26,10 +26,11 @@ const RUNS = Number(process.env['BENCH_RUNS'] ?? '3');
 const NAMESPACES = 50;
 const PER_DEPLOYMENT = 10;
 
-const { defaultValues, inject, withTrustAnchors } = await import(join(root, 'dist', 'engine', 'index.js'));
+const { defaultValues, inject, withCheckedTrustAnchors } = await import(join(root, 'dist', 'engine', 'index.js'));
 const anchors = readFileSync(join(root, 'examples', 'trust-anchors.pem'), 'utf8');
 const configWith = (logLevel) => {
-  const values = withTrustAnchors(defaultValues(), anchors);
+  // As the webhook read them when it made the pods: trimmed.
+  const values = withCheckedTrustAnchors(defaultValues(), { pem: anchors, source: 'examples/trust-anchors.pem' }, 'the embedded defaults');
   if (logLevel) values.proxy.logLevel = logLevel;
   return { values, controlPlaneNamespace: 'linkerd' };
 };

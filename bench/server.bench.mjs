@@ -71,7 +71,7 @@ runOnLoadCore(import.meta.url);
 const { answerBody, handleAdmission } = await import(join(root, 'dist', 'admission', 'handler.js'));
 const { TemplateAnswerLru } = await import(join(root, 'dist', 'admission', 'template-answer-lru.js'));
 const { serializeReview } = await import(join(root, 'dist', 'admission', 'review.js'));
-const { defaultValues, prepareConfig, withTrustAnchors } = await import(join(root, 'dist', 'engine', 'index.js'));
+const { defaultValues, prepareConfig, withCheckedTrustAnchors } = await import(join(root, 'dist', 'engine', 'index.js'));
 const { connectToCluster, createContext } = await import(join(root, 'dist', 'cluster', 'index.js'));
 const { InjectorMetrics } = await import(join(root, 'dist', 'server', 'metrics.js'));
 
@@ -88,7 +88,8 @@ const SOURCES = {
   'no-cluster': (() => {
     const anchors = readFileSync(join(root, 'examples', 'trust-anchors.pem'), 'utf8');
     // Prepared as the server prepares the configuration it loads.
-    const config = prepareConfig({ values: withTrustAnchors(defaultValues(), anchors), controlPlaneNamespace: 'linkerd' });
+    const values = withCheckedTrustAnchors(defaultValues(), { pem: anchors, source: 'examples/trust-anchors.pem' }, 'the embedded defaults');
+    const config = prepareConfig({ values, controlPlaneNamespace: 'linkerd' });
     return { config: () => config, namespaceAnnotations: () => undefined };
   })(),
 };
