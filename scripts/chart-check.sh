@@ -54,3 +54,5 @@ refused 'a mistyped value' "value must be one of 'Ignore', 'Fail'" proxy-injecto
 refused 'an unknown value' 'additional properties' proxy-injector "$CHART" "${IMAGE[@]}" --set webhook.failurPolicy=Fail
 refused "a Linkerd object's name" "which Linkerd's own objects use" linkerd-proxy-injector "$CHART" "${IMAGE[@]}" --namespace linkerd
 refused 'in-flight bytes below two bodies' 'limits.maxInFlightBytes must be at least twice limits.maxBodyBytes' proxy-injector "$CHART" "${IMAGE[@]}" --set limits.maxInFlightBytes=6291456
+refused 'heal with inline configuration' 'heal.enabled compares pods with linkerd-config' proxy-injector "$CHART" "${IMAGE[@]}" --set heal.enabled=true --set-string linkerd.values=proxy:
+refused 'a heal window that is not one' 'heal/window' proxy-injector "$CHART" "${IMAGE[@]}" --set heal.enabled=true --set heal.window=nightly

@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import { pino } from 'pino';
 import { apiErrorMessage, connectToCluster, planHeal, runHeal, type HealOptions, type HealPlan, type HealResult, type HealStep } from '../cluster/index.js';
 import { clusterCommandArgs, type CliResult } from './command-io.js';
+import { runHealDaemon } from './heal-daemon.js';
 import { FAIL, OK, WARN } from './report.js';
 
 export const HEAL_HELP = `Usage: proxy-injector heal [--kubeconfig FILE] [-L LINKERD_NAMESPACE] [--injector-namespace NS]
@@ -37,6 +38,13 @@ Options:
   --resume                   go on past a workload a heal restarted that is not healthy
   --apply                    restart; without it, print the plan only
   -o, --output FORMAT        text (default) or json
+
+Run on an interval (the chart's heal Deployment), logging JSON lines until SIGTERM:
+  --every DURATION           plan, and with --apply heal, every DURATION (at least 1m); the first scan only
+                             logs its plan
+  --max-restarts-per-hour N  most workloads restarted in any hour (default 6)
+  --window HH:MM-HH:MM       restart only within these hours, UTC (default: any time)
+  --metrics-addr HOST:PORT   serve /metrics and /live there (default: none)
   -h, --help                 this help
 
 Exit status: 0 nothing to do, or every workload healed; 1 stopped, blocked, or the cluster cannot be read,
@@ -51,6 +59,10 @@ export async function runHealCommand(argv: readonly string[], env: NodeJS.Proces
     'evict-bare-pods': { type: 'boolean' },
     resume: { type: 'boolean' },
     apply: { type: 'boolean' },
+    every: { type: 'string' },
+    'max-restarts-per-hour': { type: 'string' },
+    window: { type: 'string' },
+    'metrics-addr': { type: 'string' },
   });
   if (!('output' in args)) return args;
   const { text, flag, output } = args;
@@ -62,6 +74,10 @@ export async function runHealCommand(argv: readonly string[], env: NodeJS.Proces
     evictBarePods: flag('evict-bare-pods'),
     resume: flag('resume'),
   };
+  if (text('every') !== undefined) return runHealDaemon(args, options, env);
+  for (const name of ['max-restarts-per-hour', 'window', 'metrics-addr']) {
+    if (text(name) !== undefined) return { stdout: '', stderr: `proxy-injector heal: --${name} applies only with --every\n`, code: 2 };
+  }
   let plan: HealPlan;
   let result: HealResult | undefined;
   try {
@@ -111,7 +127,12 @@ function resultText(result: HealResult): string {
 }
 
 /** An Event on the workload: Healed, or HealStopped with why. A heal goes on (or stops) whether or not it is written. */
-async function recordOutcome(client: Parameters<typeof planHeal>[0]['client'], step: HealStep, outcome: { healed: true; seconds: number } | { healed: false; why: string }): Promise<void> {
+export async function recordOutcome(
+  client: Parameters<typeof planHeal>[0]['client'],
+  step: HealStep,
+  outcome: { healed: true; seconds: number } | { healed: false; why: string },
+  warn: (text: string) => void = (text) => void process.stderr.write(`${text}\n`),
+): Promise<void> {
   const apiVersion = step.kind === 'Pod' ? 'v1' : 'apps/v1';
   const now = new Date().toISOString();
   const event = {
@@ -130,6 +151,6 @@ async function recordOutcome(client: Parameters<typeof planHeal>[0]['client'], s
   try {
     await client.request('POST', `/api/v1/namespaces/${encodeURIComponent(step.namespace)}/events`, { what: 'writing an event', timeoutMs: 10_000, body: event });
   } catch (err) {
-    process.stderr.write(`could not write the ${event.reason} event on ${step.kind} ${step.namespace}/${step.name}: ${apiErrorMessage(err)}\n`);
+    warn(`could not write the ${event.reason} event on ${step.kind} ${step.namespace}/${step.name}: ${apiErrorMessage(err)}`);
   }
 }

@@ -164,11 +164,19 @@ export interface HealRunOptions extends HealOptions {
   onOutcome?: (step: HealStep, outcome: HealOutcome) => Promise<void>;
 }
 
-export type HealOutcome = { healed: true; seconds: number } | { healed: false; why: string };
+/** Why a heal stopped, as a metric's label: a fixed few. */
+export type HealStopCode = 'restart_refused' | 'rollout_stalled' | 'rollout_timeout' | 'not_current' | 'init_failed' | 'crash_loop' | 'eviction_refused' | 'eviction_timeout';
+
+interface Stop {
+  code: HealStopCode;
+  why: string;
+}
+
+export type HealOutcome = { healed: true; seconds: number } | { healed: false; code: HealStopCode; why: string };
 
 export interface HealResult {
   healed: Array<HealStep & { seconds: number }>;
-  stopped?: HealStep & { why: string };
+  stopped?: HealStep & Stop;
 }
 
 /** Restarts the plan's workloads one at a time, and stops at the first that does not become healthy and current. */
@@ -177,12 +185,12 @@ export async function runHeal(cluster: ClusterConnection, plan: HealPlan, option
   for (const step of plan.steps) {
     const started = Date.now();
     options.logger.info({ ...step }, `restarting ${step.kind.toLowerCase()}/${step.name} in ${step.namespace}: ${step.why}`);
-    const why = step.kind === 'Pod' ? await evict(cluster.client, step, options) : await restart(cluster, step, options);
+    const stop = step.kind === 'Pod' ? await evict(cluster.client, step, options) : await restart(cluster, step, options);
     const seconds = (Date.now() - started) / 1000;
-    await options.onOutcome?.(step, why === undefined ? { healed: true, seconds } : { healed: false, why });
-    if (why !== undefined) {
-      options.logger.warn({ ...step, reason: why }, `stopped healing at ${step.kind.toLowerCase()}/${step.name} in ${step.namespace}: ${why}`);
-      result.stopped = { ...step, why };
+    await options.onOutcome?.(step, stop === undefined ? { healed: true, seconds } : { healed: false, ...stop });
+    if (stop !== undefined) {
+      options.logger.warn({ ...step, reason: stop.code }, `stopped healing at ${step.kind.toLowerCase()}/${step.name} in ${step.namespace}: ${stop.why}`);
+      result.stopped = { ...step, ...stop };
       return result;
     }
     options.logger.info({ ...step, seconds }, `${step.kind.toLowerCase()}/${step.name} in ${step.namespace} is current after ${seconds.toFixed(0)} s`);
@@ -194,14 +202,14 @@ export async function runHeal(cluster: ClusterConnection, plan: HealPlan, option
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Restarts a workload and waits for it; says why it failed, or undefined once its pods are all Ready and current. */
-async function restart(cluster: ClusterConnection, step: HealStep, options: HealRunOptions): Promise<string | undefined> {
+async function restart(cluster: ClusterConnection, step: HealStep, options: HealRunOptions): Promise<Stop | undefined> {
   const client = cluster.client;
   const path = workloadPath(step.namespace, step.kind, step.name);
   const annotations = { [RESTARTED_AT_ANNOTATION]: new Date().toISOString(), [HEALED_FOR_ANNOTATION]: step.fingerprint };
   try {
     await client.request('PATCH', path, { what: `restarting ${step.kind} ${step.namespace}/${step.name}`, timeoutMs: 30_000, contentType: 'application/merge-patch+json', body: { spec: { template: { metadata: { annotations } } } } });
   } catch (err) {
-    return `the restart was refused: ${apiErrorMessage(err)}`;
+    return { code: 'restart_refused', why: `the restart was refused: ${apiErrorMessage(err)}` };
   }
   const pollMs = options.pollMs ?? 2000;
   const bound = options.rolloutTimeoutMs ?? 10 * 60_000;
@@ -211,15 +219,18 @@ async function restart(cluster: ClusterConnection, step: HealStep, options: Heal
     const harm = await newPodHarm(client, step, object);
     if (harm) return harm;
     const stalled = object.status?.conditions?.find((c) => c.type === 'Progressing' && c.status === 'False' && c.reason === 'ProgressDeadlineExceeded');
-    if (stalled) return `its rollout did not progress within its progressDeadlineSeconds (${object.spec?.progressDeadlineSeconds ?? 600} s): ${stalled.message ?? ''}`.trim();
+    if (stalled) {
+      const why = `its rollout did not progress within its progressDeadlineSeconds (${object.spec?.progressDeadlineSeconds ?? 600} s): ${stalled.message ?? ''}`;
+      return { code: 'rollout_stalled', why: why.trim() };
+    }
     if (rolledOut(step.kind, object)) break;
-    if (Date.now() > deadline) return `its rollout did not finish within ${Math.round(bound / 1000)} s`;
+    if (Date.now() > deadline) return { code: 'rollout_timeout', why: `its rollout did not finish within ${Math.round(bound / 1000)} s` };
     await sleep(pollMs);
   }
   const after = await auditPods(cluster, { namespace: step.namespace, ...(options.config && { config: options.config }), ...(options.controlPlaneNamespace && { controlPlaneNamespace: options.controlPlaneNamespace }) });
   const own = after.workloads.find((w) => w.kind === step.kind && w.name === step.name);
   const wrong = own?.pods.filter((p) => p.state !== 'meshed') ?? [];
-  if (wrong.length > 0) return `its new pods are not what the injector gives: ${wrong.map((p) => `${p.name} ${p.state}`).slice(0, 3).join(', ')}`;
+  if (wrong.length > 0) return { code: 'not_current', why: `its new pods are not what the injector gives: ${wrong.map((p) => `${p.name} ${p.state}`).slice(0, 3).join(', ')}` };
   return undefined;
 }
 
@@ -251,7 +262,7 @@ interface ContainerStatusView {
 }
 
 /** A sign that the restart's new pods will not start: linkerd-init or the validator failed, or a container crash-loops. */
-async function newPodHarm(client: ApiClient, step: HealStep, object: WorkloadObject): Promise<string | undefined> {
+async function newPodHarm(client: ApiClient, step: HealStep, object: WorkloadObject): Promise<Stop | undefined> {
   const selector = Object.entries(object.spec?.selector?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
   if (!selector) return undefined;
   const pods = await client.request<{ items?: PodStatusView[] }>('GET', `/api/v1/namespaces/${encodeURIComponent(step.namespace)}/pods?labelSelector=${encodeURIComponent(selector)}`, {
@@ -264,17 +275,17 @@ async function newPodHarm(client: ApiClient, step: HealStep, object: WorkloadObj
     for (const c of pod.status?.initContainerStatuses ?? []) {
       if (c.name !== names.INIT_CONTAINER && c.name !== names.VALIDATOR_CONTAINER) continue;
       const code = c.state?.terminated?.exitCode ?? c.lastState?.terminated?.exitCode;
-      if (code !== undefined && code !== 0) return `${c.name} failed in its new pod ${name} (exit code ${code})`;
+      if (code !== undefined && code !== 0) return { code: 'init_failed', why: `${c.name} failed in its new pod ${name} (exit code ${code})` };
     }
     for (const c of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) {
-      if (c.state?.waiting?.reason === 'CrashLoopBackOff') return `${c.name} is crash-looping in its new pod ${name}`;
+      if (c.state?.waiting?.reason === 'CrashLoopBackOff') return { code: 'crash_loop', why: `${c.name} is crash-looping in its new pod ${name}` };
     }
   }
   return undefined;
 }
 
 /** Evicts a bare pod, waiting while a disruption budget refuses it; says why it failed, or undefined once it is gone. */
-async function evict(client: ApiClient, step: HealStep, options: HealRunOptions): Promise<string | undefined> {
+async function evict(client: ApiClient, step: HealStep, options: HealRunOptions): Promise<Stop | undefined> {
   const deadline = Date.now() + (options.rolloutTimeoutMs ?? 10 * 60_000);
   const body = { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: step.name, namespace: step.namespace } };
   for (;;) {
@@ -283,8 +294,10 @@ async function evict(client: ApiClient, step: HealStep, options: HealRunOptions)
       return undefined;
     } catch (err) {
       // 429: a PodDisruptionBudget does not allow it now. Waited on, never forced.
-      if (apiStatus(err) !== 429) return `its eviction was refused: ${apiErrorMessage(err)}`;
-      if (Date.now() > deadline) return `its PodDisruptionBudget did not allow the eviction within ${Math.round((options.rolloutTimeoutMs ?? 600_000) / 1000)} s`;
+      if (apiStatus(err) !== 429) return { code: 'eviction_refused', why: `its eviction was refused: ${apiErrorMessage(err)}` };
+      if (Date.now() > deadline) {
+        return { code: 'eviction_timeout', why: `its PodDisruptionBudget did not allow the eviction within ${Math.round((options.rolloutTimeoutMs ?? 600_000) / 1000)} s` };
+      }
       await sleep(options.pollMs ?? 2000);
     }
   }

@@ -29,4 +29,5 @@ export {
 } from './pod-audit.js';
 export { PodScan, countsOf, type PodScanCounts } from './pod-scan.js';
 export { HEAL_ANNOTATION, HEALED_FOR_ANNOTATION, planHeal, runHeal, type HealOptions, type HealPlan, type HealResult, type HealStep } from './heal.js';
+export { HealLoop, inWindow, parseHealWindow, type HealWindow } from './heal-loop.js';
 export type { ConfigSource } from './config-source.js';

@@ -8,6 +8,7 @@ import type { DriftKind, InjectorConfig } from '../engine/index.js';
 import { apiErrorMessage } from './api.js';
 import type { ClusterConnection } from './kubeconfig.js';
 import { auditPods, POD_STATES, type PodState, type PodsReport } from './pod-audit.js';
+import { Repeating } from './repeating.js';
 
 /** What one scan found: pods by namespace and state, and drifted pods by namespace and kind of difference. */
 export interface PodScanCounts {
@@ -51,21 +52,19 @@ export function countsOf(report: PodsReport): PodScanCounts {
 
 /** Scans now and then every `intervalMs` after the previous scan ended, until stopped; one scan at a time. */
 export class PodScan {
-  private timer: NodeJS.Timeout | undefined;
-  private stopped = false;
-  private running: Promise<void> | undefined;
+  private readonly repeating: Repeating;
 
-  constructor(private readonly options: PodScanOptions) {}
+  constructor(private readonly options: PodScanOptions) {
+    this.repeating = new Repeating(() => this.scan(), options.intervalMs);
+  }
 
   start(): void {
-    this.running = this.scan();
+    this.repeating.start();
   }
 
   /** Stops scanning; a scan under way finishes its current page, and its result is dropped. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.repeating.stop();
   }
 
   private async scan(): Promise<void> {
@@ -77,19 +76,14 @@ export class PodScan {
         config: { config, source: "the injector's configuration" },
         kubectlDefaultContainer: this.options.kubectlDefaultContainer,
       });
-      if (this.stopped) return;
+      if (this.repeating.isStopped) return;
       metrics.podScanned(countsOf(report));
       const seconds = ((performance.now() - started) / 1e3).toFixed(1);
       logger.info({ counts: report.counts, seconds: Number(seconds) }, `scanned the running pods in ${seconds} s`);
     } catch (err) {
-      if (this.stopped) return;
+      if (this.repeating.isStopped) return;
       metrics.podScanFailed();
       logger.warn({ err: apiErrorMessage(err) }, 'could not scan the running pods; the gauges keep the last scan');
-    } finally {
-      if (!this.stopped) {
-        this.timer = setTimeout(() => (this.running = this.scan()), this.options.intervalMs);
-        this.timer.unref();
-      }
     }
   }
 }

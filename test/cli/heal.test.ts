@@ -1,10 +1,13 @@
 /** `heal`: the plan by default, the restarts with --apply, an Event on each workload, and what it says of its arguments. */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runHealCommand } from '../../src/cli/heal.js';
 import { clusters, start, workload, type FakeCluster } from '../cluster/fake-workloads.js';
+import { sum } from '../support/metrics.js';
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -77,4 +80,51 @@ describe('heal', () => {
     expect((await runHealCommand(['--help'], {})).stdout).toMatch(/^Usage: proxy-injector heal/);
     expect(await runHealCommand(['--kubeconfig', '/nonexistent/config'], {})).toMatchObject({ code: 1, stderr: 'proxy-injector heal: --kubeconfig /nonexistent/config: no such file\n' });
   });
+
+  it.each([
+    [['--every', '30s'], '--every "30s": expected a duration of at least 1m, e.g. 10m'],
+    [['--every', '5m', '--window', '9-17'], '--window "9-17": expected HH:MM-HH:MM (UTC), e.g. 01:00-05:00'],
+    [['--every', '5m', '--max-restarts-per-hour', '0'], '--max-restarts-per-hour "0": expected a whole number of at least 1'],
+    [['--every', '5m', '--metrics-addr', 'nowhere'], '--metrics-addr: invalid listen address "nowhere": expected HOST:PORT, e.g. 0.0.0.0:8443'],
+    [['--window', '01:00-05:00'], '--window applies only with --every'],
+  ])('%j is a usage error before anything is read', async (args, message) => {
+    expect(await runHealCommand(args, {})).toEqual({ stdout: '', stderr: `proxy-injector heal: ${message}\n`, code: 2 });
+  });
+
+  it('with --every, plans on its interval, logs the first plan, serves its metrics, and ends at SIGTERM', async () => {
+    const fake = await start([workload('Deployment', 'shop', 'web')]);
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port: p } = probe.address() as { port: number };
+        probe.close(() => resolve(p));
+      });
+    });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'heal', '--every', '1m', '--apply', '--kubeconfig', kubeconfigFor(fake), '--metrics-addr', `127.0.0.1:${port}`], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    let metrics = '';
+    await expect
+      .poll(
+        async () => {
+          metrics = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '');
+          return sum(metrics, 'proxy_inject_heal_scans_total', { result: 'done' });
+        },
+        { timeout: 20_000, interval: 200 },
+      )
+      .toBe(1);
+    expect(sum(metrics, 'proxy_inject_heal_planned')).toBe(1);
+    expect(sum(metrics, 'proxy_inject_heal_blocked')).toBe(0);
+    expect((await fetch(`http://127.0.0.1:${port}/live`)).status).toBe(200);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const messages = out.trim().split('\n').map((l) => (JSON.parse(l) as { msg: string }).msg);
+    expect(messages).toContain('plan 1: restart deployment/web in shop: 2 of 2 pods drifted (proxy_config)');
+    expect(messages).toContain('the first scan only logs its plan: nothing is restarted before the next scan');
+    // The first scan restarts nothing.
+    expect(fake.patches).toEqual([]);
+  }, 60_000);
 });
+

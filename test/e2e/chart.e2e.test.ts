@@ -191,6 +191,24 @@ describe('the Helm chart in a real cluster', () => {
     expect(await snapshot(linkerdInjectorObjects('linkerd', '', ''))).toEqual(linkerdSnapshot);
   });
 
+  it("installs healing only when asked, with its own account, and pods the webhook's Service never selects", () => {
+    const kinds = (values: Record<string, unknown>) => renderChart(RELEASE, RELEASE_NS, values).map((o) => `${o.kind}/${o.metadata?.name}`);
+    expect(kinds({}).filter((k) => k.includes('-heal'))).toEqual([]);
+    const healing = renderChart(RELEASE, RELEASE_NS, { heal: { enabled: true } });
+    const deployment = healing.find((o) => o.kind === 'Deployment' && o.metadata?.name?.endsWith('-heal')) as unknown as {
+      spec: { replicas: number; template: { metadata: { labels: Record<string, string> }; spec: { serviceAccountName: string; containers: Array<{ args: string[] }> } } };
+    };
+    expect(deployment.spec.replicas).toBe(1);
+    expect(deployment.spec.template.spec.containers[0]?.args.slice(0, 3)).toEqual(['heal', '--apply', '--every=10m']);
+    const service = healing.find((o) => o.kind === 'Service') as unknown as { spec: { selector: Record<string, string> } };
+    const labels = deployment.spec.template.metadata.labels;
+    expect(Object.entries(service.spec.selector).every(([k, v]) => labels[k] === v)).toBe(false);
+    // The webhook's own objects do not change (with cert-manager's certificates, which a render does not generate).
+    const certManager = { certificates: { mode: 'certManager' } };
+    const webhook = (values: Record<string, unknown>) => renderChart(RELEASE, RELEASE_NS, { ...certManager, ...values }).filter((o) => !o.metadata?.name?.endsWith('-heal'));
+    expect(JSON.stringify(webhook({ heal: { enabled: true } }))).toBe(JSON.stringify(webhook({})));
+  });
+
   it('grants list on pods and mutating webhook configurations only with podScan.interval, and passes the flag', () => {
     const rules = (values: Record<string, unknown>) => {
       const role = renderChart(RELEASE, RELEASE_NS, values, ['--show-only', 'templates/rbac.yaml']).find((o) => o.kind === 'ClusterRole') as unknown as { rules: Array<{ resources: string[]; verbs: string[] }> };
@@ -314,6 +332,7 @@ describe('the Helm chart in a real cluster', () => {
       { ns: 'variant-secret', values: { certificates: { mode: 'existingSecret', existingSecret: { name: 'serving', caBundle: chartInjector.caPem } } }, kinds: [] },
       { ns: 'variant-ha', values: {}, args: ['-f', join(CHART_DIR, 'values-ha.yaml')], kinds: ['PodDisruptionBudget', 'Secret', 'Secret'] },
       { ns: 'linkerd', values: {}, kinds: ['Secret', 'Secret'] },
+      { ns: 'variant-heal', values: {}, args: ['-f', join(CHART_DIR, 'ci', 'heal-values.yaml')], kinds: ['Deployment', 'Deployment', 'ServiceAccount', 'ServiceAccount', 'ClusterRole', 'ClusterRole'] },
     ];
     expect(haValues).toMatch(/failurePolicy: Fail/);
     for (const v of variants) {
