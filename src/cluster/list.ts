@@ -17,6 +17,8 @@ export interface ListOptions {
   timeoutMs?: number;
   /** Further query parameters, e.g. a fieldSelector. */
   params?: Record<string, string>;
+  /** Objects per page (default 500). */
+  pageSize?: number;
 }
 
 /** Objects per page: a large cluster's namespaces or pods arrive in parts rather than as one huge answer. */
@@ -36,7 +38,7 @@ export async function* listPages<T>(client: ApiClient, path: string, what: strin
   do {
     if (++pages > MAX_PAGES) throw new Error(`listing ${what}: more than ${MAX_PAGES} pages`);
     const query = new URLSearchParams(options.params);
-    query.set('limit', String(PAGE_SIZE));
+    query.set('limit', String(options.pageSize ?? PAGE_SIZE));
     if (next) query.set('continue', next);
     const page = await client.request<ObjectList<T>>('GET', `${path}?${query.toString()}`, { what: `listing ${what}`, timeoutMs: options.timeoutMs ?? 60_000 });
     yield { items: page.items ?? [], resourceVersion: page.metadata?.resourceVersion ?? '' };

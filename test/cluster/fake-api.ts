@@ -7,6 +7,8 @@ export interface FakeApi {
   client: ApiClient;
   /** Paths of the direct reads (not lists or watches), in order. */
   reads: string[];
+  /** Paths and queries of the lists (not watches), in order. */
+  listed: string[];
   /** Sends a watch event to every watch open on the collection at `path`; resolves once one is open. */
   send(path: string, type: 'ADDED' | 'MODIFIED' | 'DELETED', object: unknown): Promise<void>;
   close(): Promise<void>;
@@ -36,6 +38,7 @@ export function namespaceFrom(path: string, res: ServerResponse): void {
 
 export async function fakeApi(options: FakeApiOptions = {}): Promise<FakeApi> {
   const reads: string[] = [];
+  const listed: string[] = [];
   const watches = new Map<string, ServerResponse[]>();
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://x');
@@ -48,6 +51,7 @@ export async function fakeApi(options: FakeApiOptions = {}): Promise<FakeApi> {
         watches.set(url.pathname, [...(watches.get(url.pathname) ?? []), res]);
         return;
       }
+      listed.push(`${url.pathname}${url.search}`);
       // Pages as the API server gives them: `limit` items, and a continue token while more remain.
       const all = items ?? [];
       const from = Number(url.searchParams.get('continue') ?? 0);
@@ -64,6 +68,7 @@ export async function fakeApi(options: FakeApiOptions = {}): Promise<FakeApi> {
   return {
     client,
     reads,
+    listed,
     send: async (path, type, object) => {
       while (!watches.get(path)?.some((res) => !res.writableEnded)) await new Promise((resolve) => setTimeout(resolve, 5));
       for (const res of watches.get(path) ?? []) if (!res.writableEnded) res.write(`${JSON.stringify({ type, object })}\n`);

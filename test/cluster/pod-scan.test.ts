@@ -76,6 +76,8 @@ describe('the pod scan', () => {
     await finished.stop();
     expect(JSON.parse(lines[0] ?? '{}')).toMatchObject({ msg: expect.stringMatching(/^scanned the running pods in \d+\.\d s$/), counts: { meshed: 1, drifted: 2 } });
     expect(await gauge(metrics, 'proxy_inject_pods', 'state')).toEqual(['pay drifted=1', 'plain skipped=1', 'shop drifted=1', 'shop meshed=1', 'shop unmeshed_asked=1']);
+    // Small pages: each is audited in one turn of the event loop, and admissions wait for no more than one.
+    expect(apis.at(-1)?.listed.filter((l) => l.startsWith('/api/v1/pods?'))).toEqual(['/api/v1/pods?limit=20']);
     expect(await gauge(metrics, 'proxy_inject_drifted_pods', 'kind')).toEqual(['pay proxy_config=1', 'shop proxy_config=1']);
     expect(samples(await metrics.metrics(), 'proxy_inject_pod_scans_total').map((s) => [s.labels['result'], s.value])).toEqual([['done', 1]]);
 
