@@ -8,7 +8,7 @@ import { connectToCluster, HealLoop, parseHealWindow, type HealOptions, type Hea
 import { parseGoDuration } from '../engine/index.js';
 import { createLogger, parseListenAddress } from '../server/index.js';
 import type { CliResult, ClusterCommandArgs } from './command-io.js';
-import { recordOutcome } from './heal.js';
+import { recordOutcome } from './heal-events.js';
 
 const usage = (message: string): CliResult => ({ stdout: '', stderr: `proxy-injector heal: ${message}\n`, code: 2 });
 

@@ -2,11 +2,11 @@
  * `proxy-injector heal`: the plan for making the pods `check pods` finds drifted or unmeshed current again, workload by
  * workload (see cluster/heal.ts); with `--apply`, carried out one workload at a time, stopping at the first sign of harm.
  */
-import { hostname } from 'node:os';
 import { pino } from 'pino';
-import { apiErrorMessage, connectToCluster, planHeal, runHeal, type HealOptions, type HealPlan, type HealResult, type HealStep } from '../cluster/index.js';
+import { apiErrorMessage, connectToCluster, planHeal, runHeal, type HealOptions, type HealPlan, type HealResult } from '../cluster/index.js';
 import { clusterCommandArgs, type CliResult } from './command-io.js';
 import { runHealDaemon } from './heal-daemon.js';
+import { recordOutcome } from './heal-events.js';
 import { FAIL, OK, WARN } from './report.js';
 
 export const HEAL_HELP = `Usage: proxy-injector heal [--kubeconfig FILE] [-L LINKERD_NAMESPACE] [--injector-namespace NS]
@@ -124,33 +124,4 @@ function resultText(result: HealResult): string {
     lines.push('  nothing after it was restarted; fix it, then run heal again (or --resume to go on without it)');
   }
   return `${lines.join('\n')}\n`;
-}
-
-/** An Event on the workload: Healed, or HealStopped with why. A heal goes on (or stops) whether or not it is written. */
-export async function recordOutcome(
-  client: Parameters<typeof planHeal>[0]['client'],
-  step: HealStep,
-  outcome: { healed: true; seconds: number } | { healed: false; why: string },
-  warn: (text: string) => void = (text) => void process.stderr.write(`${text}\n`),
-): Promise<void> {
-  const apiVersion = step.kind === 'Pod' ? 'v1' : 'apps/v1';
-  const now = new Date().toISOString();
-  const event = {
-    metadata: { generateName: `${step.name}.heal.`, namespace: step.namespace },
-    involvedObject: { apiVersion, kind: step.kind, name: step.name, namespace: step.namespace },
-    reason: outcome.healed ? 'Healed' : 'HealStopped',
-    message: outcome.healed ? `restarted by proxy-injector heal (${step.why}); its pods are current` : `proxy-injector heal stopped here: ${outcome.why}`,
-    type: outcome.healed ? 'Normal' : 'Warning',
-    source: { component: 'proxy-injector-heal' },
-    reportingComponent: 'proxy-injector-heal',
-    reportingInstance: hostname(),
-    firstTimestamp: now,
-    lastTimestamp: now,
-    count: 1,
-  };
-  try {
-    await client.request('POST', `/api/v1/namespaces/${encodeURIComponent(step.namespace)}/events`, { what: 'writing an event', timeoutMs: 10_000, body: event });
-  } catch (err) {
-    warn(`could not write the ${event.reason} event on ${step.kind} ${step.namespace}/${step.name}: ${apiErrorMessage(err)}`);
-  }
 }
