@@ -218,8 +218,10 @@ async function restart(cluster: ClusterConnection, step: HealStep, options: Heal
     const object = await client.request<WorkloadObject>('GET', path, { what: `reading ${step.kind} ${step.namespace}/${step.name}`, timeoutMs: 30_000 });
     const harm = await newPodHarm(client, step, object);
     if (harm) return harm;
+    // A stall the controller reported before it saw the restart is the old rollout's, not this one's.
+    const seen = (object.status?.observedGeneration ?? 0) >= (object.metadata?.generation ?? 0);
     const stalled = object.status?.conditions?.find((c) => c.type === 'Progressing' && c.status === 'False' && c.reason === 'ProgressDeadlineExceeded');
-    if (stalled) {
+    if (seen && stalled) {
       const why = `its rollout did not progress within its progressDeadlineSeconds (${object.spec?.progressDeadlineSeconds ?? 600} s): ${stalled.message ?? ''}`;
       return { code: 'rollout_stalled', why: why.trim() };
     }

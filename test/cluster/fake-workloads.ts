@@ -8,7 +8,7 @@ import { CONFIG, CONFIG_MAPS, configWith, meshed, ns, pod } from '../support/run
 import { fakeApi, type FakeApi } from './fake-api.js';
 
 type Obj = Record<string, unknown>;
-export type Scenario = 'ok' | 'crashloop' | 'init-fails' | 'stalled';
+export type Scenario = 'ok' | 'crashloop' | 'init-fails' | 'stalled' | 'stalled-before';
 
 export const INJECT = { 'linkerd.io/inject': 'enabled' };
 export const DEBUG = configWith((v) => (v.proxy.logLevel = 'debug'));
@@ -135,7 +135,12 @@ export class FakeCluster {
   private rollOut(w: Workload): void {
     const old = this.pods.filter((p) => ((p['metadata'] as Obj)['labels'] as Record<string, string>)['app'] === w.name && (p['metadata'] as Obj)['namespace'] === w.namespace);
     const fresh = podsOf(w, CONFIG, { ...w.template });
-    w.status = { observedGeneration: w.generation, replicas: w.replicas, updatedReplicas: 1, desiredNumberScheduled: w.replicas, updatedNumberScheduled: 1 };
+    if (w.scenario === 'stalled-before') {
+      // The controller has not seen the new template yet, and its status still says the last rollout stalled.
+      w.status = { ...w.status, observedGeneration: w.generation - 1 };
+    } else {
+      w.status = { observedGeneration: w.generation, replicas: w.replicas, updatedReplicas: 1, desiredNumberScheduled: w.replicas, updatedNumberScheduled: 1 };
+    }
     setTimeout(() => {
       if (w.scenario === 'stalled') {
         w.status['conditions'] = [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: `ReplicaSet "${w.name}" has timed out progressing.` }];

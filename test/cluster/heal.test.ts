@@ -101,6 +101,15 @@ describe('a heal', () => {
     expect(untouchedOf(resumed)['Deployment/shop/web']).toMatch(/\(left alone: healing was resumed\)$/);
   });
 
+  it("does not take a stall the controller reported before it saw the restart for this rollout's", async () => {
+    const stuck = workload('Deployment', 'shop', 'web', 'stalled-before');
+    stuck.status['conditions'] = [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'an earlier rollout timed out' }];
+    const fake = await start([stuck]);
+    const result = await runHeal(fake.cluster(), await planHeal(fake.cluster(), { config }), { config, logger: quiet, pollMs: 10 });
+    expect(result.stopped).toBeUndefined();
+    expect(result.healed.map((h) => h.name)).toEqual(['web']);
+  });
+
   it('marks each restart with the drift it was for, on the pod template', async () => {
     const fake = await start([workload('Deployment', 'shop', 'web')]);
     const plan = await planHeal(fake.cluster(), { config });
