@@ -307,6 +307,12 @@ describe.skipIf(node.skip !== undefined)('heal: restarting drifted and unmeshed 
           })
           .join('; ')}; events ${found.map((e) => `${e.reason} ${e.involvedObject.kind}/${e.involvedObject.name} at ${e.firstTimestamp}`).join(', ')}`,
     );
+    const gaps = keys.slice(1).flatMap((k, i) => {
+      const previous = seen.get(keys[i] ?? '');
+      const next = Date.parse(restarted.get(k) ?? '');
+      return previous && seen.get(k) ? [`${k} ${((next - previous.to) / 1000).toFixed(2)} s`] : [];
+    });
+    log(`${label}: each restart after the previous rollout was last seen rolling: ${gaps.join(', ') || 'none'}`);
     expect(errors, `${label}: the watcher's reads`).toBe(0);
     expect(overlapping.map((s) => `${new Date(s.at).toISOString()}: ${s.rolling.join(' and ')}`), `${label}: samples with two rollouts at once`).toEqual([]);
 
@@ -561,6 +567,9 @@ describe.skipIf(node.skip !== undefined)('heal: restarting drifted and unmeshed 
       injectorScaledDown = false;
       await injectorSettled();
       const back = Date.now();
+      // The injector's pod is new: its counters start here.
+      const injected = async () => sum(await injector.metrics(), 'proxy_inject_admission_responses_total', { namespace: NS, skip: 'false' });
+      const injectedBefore = await injected();
 
       const { plan, code } = await heal();
       log(`late's pod ${unmeshed?.metadata.name} made with the injector scaled to 0 (failurePolicy ${policy}) and no proxy; the injector back after ${((back - away) / 1000).toFixed(1)} s; heal exit ${code}, ${showPlan(plan)}`);
@@ -568,9 +577,14 @@ describe.skipIf(node.skip !== undefined)('heal: restarting drifted and unmeshed 
       expect(plan.steps.map((s) => `${keyOf(s)}: ${s.why}`)).toEqual([`${NS}/Deployment/late: 1 of 1 pods not meshed though asked`]);
       const { finished } = await applyAndProve('unmeshed', plan.steps);
       const [meshed] = await readyPods(cluster, NS, 'app=late', 1);
-      log(`unmeshed: late's new pod ${meshed?.metadata.name} has ${proxies(meshed as Pod).length} proxy, ${((finished - back) / 1000).toFixed(1)} s after the injector was back`);
+      const injectedByThis = (await injected()) - injectedBefore;
+      log(
+        `unmeshed: late's new pod ${meshed?.metadata.name} has ${proxies(meshed as Pod).length} proxy, ${((finished - back) / 1000).toFixed(1)} s after the injector was back; ` +
+          `this injector injected ${injectedByThis} pod in ${NS} meanwhile`,
+      );
       expect(meshed?.metadata.uid).not.toBe(unmeshed?.metadata.uid);
       expect(proxies(meshed as Pod)).toHaveLength(1);
+      expect(injectedByThis).toBe(1);
       await expectCurrent('unmeshed', plan);
       await proveMtls('unmeshed');
     }, 600_000);
