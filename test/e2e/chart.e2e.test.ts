@@ -13,6 +13,7 @@ import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
   AppsV1Api,
+  AuthorizationV1Api,
   CoreV1Api,
   KubeConfig,
   KubernetesObjectApi,
@@ -38,6 +39,7 @@ import { freePorts, startControlPlane, type ControlPlane } from './support/contr
 import { startInjector, tokenKubeconfig, type RunningInjector } from './support/injector.js';
 import { createLinkerdNamespace, createNamespace, eventually } from './support/kube.js';
 import { sum } from '../support/metrics.js';
+import { runHealCommand } from '../../src/cli/heal.js';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const TRUST_ANCHORS = readFileSync(join(REPO_ROOT, 'examples', 'trust-anchors.pem'), 'utf8');
@@ -207,6 +209,52 @@ describe('the Helm chart in a real cluster', () => {
     const certManager = { certificates: { mode: 'certManager' } };
     const webhook = (values: Record<string, unknown>) => renderChart(RELEASE, RELEASE_NS, { ...certManager, ...values }).filter((o) => !o.metadata?.name?.endsWith('-heal'));
     expect(JSON.stringify(webhook({ heal: { enabled: true } }))).toBe(JSON.stringify(webhook({})));
+  });
+
+  it("gives the heal Deployment's account what heal does, and nothing more: a plan read with it, and every verb checked", async () => {
+    const ns = 'heal-rbac';
+    await core.createNamespace({ body: { metadata: { name: ns } } });
+    const rendered = renderChart('pi-heal', ns, { heal: { enabled: true } }, ['--show-only', 'templates/heal.yaml']);
+    for (const o of rendered.filter((x) => x.kind !== 'Deployment')) await objects.create(o);
+    const account = rendered.find((o) => o.kind === 'ServiceAccount')?.metadata?.name ?? '';
+    const dir = mkdtempSync(join(scratch, 'heal-'));
+    const healing = await runHealCommand(['--kubeconfig', await serviceAccountKubeconfig(ns, account, join(dir, 'kubeconfig')), '--injector-namespace', ns, '-o', 'json'], {});
+    // Whatever the plan holds, it was read: nothing was forbidden.
+    expect(healing.stderr).toBe('');
+    expect(JSON.parse(healing.stdout)).toMatchObject({ plan: { counts: expect.objectContaining({ unreadable: 0 }) } });
+    const authorization = kc.makeApiClient(AuthorizationV1Api);
+    const may = async (verb: string, resource: string, namespace = 'meshed', group = '', subresource?: string, name?: string) => {
+      const review = await authorization.createSubjectAccessReview({
+        body: {
+          spec: {
+            user: `system:serviceaccount:${ns}:${account}`,
+            groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'],
+            resourceAttributes: { verb, resource, namespace, group, ...(subresource && { subresource }), ...(name && { name }) },
+          },
+        },
+      });
+      return review.status?.allowed === true;
+    };
+    const allowed = [
+      await may('list', 'pods', ''),
+      await may('list', 'namespaces', ''),
+      await may('list', 'mutatingwebhookconfigurations', '', 'admissionregistration.k8s.io'),
+      await may('get', 'configmaps', 'linkerd', '', undefined, 'linkerd-config'),
+      await may('get', 'configmaps', 'linkerd', '', undefined, 'linkerd-identity-trust-roots'),
+      ...(await Promise.all(['deployments', 'statefulsets', 'daemonsets'].flatMap((r) => ['get', 'patch'].map((v) => may(v, r, 'meshed', 'apps'))))),
+      await may('create', 'events'),
+    ];
+    expect(allowed.every(Boolean)).toBe(true);
+    const denied = [
+      await may('delete', 'pods'),
+      await may('create', 'pods', 'meshed', '', 'eviction'),
+      await may('update', 'deployments', 'meshed', 'apps'),
+      await may('delete', 'deployments', 'meshed', 'apps'),
+      await may('get', 'secrets'),
+      await may('get', 'configmaps', 'linkerd', '', undefined, 'other'),
+      await may('patch', 'mutatingwebhookconfigurations', '', 'admissionregistration.k8s.io'),
+    ];
+    expect(denied.some(Boolean)).toBe(false);
   });
 
   it('grants list on pods and mutating webhook configurations only with podScan.interval, and passes the flag', () => {
