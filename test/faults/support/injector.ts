@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { handleAdmission } from '../../../src/admission/handler.js';
-import { defaultValues, withTrustAnchors } from '../../../src/engine/index.js';
+import { defaultValues, withCheckedTrustAnchors } from '../../../src/engine/index.js';
 import { admissionReview, reviewResponse } from '../../support/admission.js';
 import type { AttackPlan, AttackReport } from './attack-process.js';
 import { pod } from '../../support/engine.js';
@@ -91,7 +91,9 @@ export function readyStatus(adminUrl: string): Promise<number> {
   });
 }
 
-const config = { values: withTrustAnchors(defaultValues(), readFileSync(anchorsPath, 'utf8')), controlPlaneNamespace: 'linkerd' };
+// As serve reads its --trust-anchors: checked and trimmed.
+const values = withCheckedTrustAnchors(defaultValues(), { pem: readFileSync(anchorsPath, 'utf8'), source: anchorsPath }, 'the embedded defaults');
+const config = { values, controlPlaneNamespace: 'linkerd' };
 
 /** A review of a pod that asks for injection, and the exact response body (parsed) the engine gives for it. */
 export async function reviewWithAnswer(name: string): Promise<{ body: string; expected: unknown }> {
