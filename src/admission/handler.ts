@@ -228,10 +228,11 @@ function evaluate(
       ? answers.key(config, { kind, namespace, object, namespaceAnnotations: nsAnnotations, namespaceLabels: nsLabels, constraintsVersion: constraints?.version, kubernetesVersion, owner })
       : undefined;
   const cached = key !== undefined ? answers?.find(key) : undefined;
+  const answer = (handled: Extract<HandledAdmission, { kind: 'evaluated' }>): HandledAdmission => withShadow(handled, sources, config, namespace, nsAnnotations);
   if (cached) {
     const result = { ...cached.result, name: locate(object, kind).name };
     const response = cached.patch !== undefined ? patched(uid, cached.patch, cached.warnings) : allowed(uid, cached.warnings);
-    return withShadow(evaluated(response, result, owner, cached.responseTail), sources, config, namespace, nsAnnotations);
+    return answer(evaluated(response, result, owner, cached.responseTail));
   }
   const result = inject({
     object,
@@ -250,10 +251,10 @@ function evaluate(
   const warnings = boundedWarnings([...owners.warnings, ...result.warnings, ...result.risks.map(riskWarning)]);
   const patch = result.patch.length > 0 ? Buffer.from(JSON.stringify(result.patch)).toString('base64') : undefined;
   const response = patch !== undefined ? patched(uid, patch, warnings) : allowed(uid, warnings);
-  if (!answers || key === undefined) return withShadow(evaluated(response, result, owner), sources, config, namespace, nsAnnotations);
+  if (!answers || key === undefined) return answer(evaluated(response, result, owner));
   const responseTail = encodeResponseTail(response);
   answers.keep(key, { result: recordOf(result), patch, warnings, responseTail });
-  return withShadow(evaluated(response, result, owner, responseTail), sources, config, namespace, nsAnnotations);
+  return answer(evaluated(response, result, owner, responseTail));
 }
 
 /** An object that could not be evaluated: admitted unchanged when that is safe, denied with the reason otherwise. */
