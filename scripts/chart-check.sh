@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm run check:chart`: helm lint --strict and helm template of charts/proxy-injector with the default values, the HA
-# values, and every file in its ci/ folder (cert-manager, an existing Secret, configuration given inline). Also checks
-# that a mistyped value and a release name Linkerd's objects use are refused. helm comes from scripts/helm-binary.sh.
+# values, and every file in its ci/ folder (cert-manager, an existing Secret, configuration given inline, heal,
+# PodMonitors). Also checks that a mistyped value and a release name Linkerd's objects use are refused. helm comes from
+# scripts/helm-binary.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HELM=$(bash scripts/helm-binary.sh)
@@ -56,3 +57,4 @@ refused "a Linkerd object's name" "which Linkerd's own objects use" linkerd-prox
 refused 'in-flight bytes below two bodies' 'limits.maxInFlightBytes must be at least twice limits.maxBodyBytes' proxy-injector "$CHART" "${IMAGE[@]}" --set limits.maxInFlightBytes=6291456
 refused 'heal with inline configuration' 'heal.enabled compares pods with linkerd-config' proxy-injector "$CHART" "${IMAGE[@]}" --set heal.enabled=true --set-string linkerd.values=proxy:
 refused 'a heal window that is not one' 'heal/window' proxy-injector "$CHART" "${IMAGE[@]}" --set heal.enabled=true --set heal.window=nightly
+refused 'a scrape interval not a duration' 'podMonitor/scrapeInterval' proxy-injector "$CHART" "${IMAGE[@]}" --set podMonitor.enabled=true --set-string podMonitor.scrapeInterval=30sec
