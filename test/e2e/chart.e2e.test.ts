@@ -32,6 +32,7 @@ import {
   helm,
   linkerdInjectorObjects,
   nameOf,
+  prometheusOperatorCrdDir,
   renderChart,
   sameObject,
 } from './support/chart.js';
@@ -211,6 +212,37 @@ describe('the Helm chart in a real cluster', () => {
     expect(JSON.stringify(webhook({ heal: { enabled: true } }))).toBe(JSON.stringify(webhook({})));
   });
 
+  it('scrapes the injector and heal with PodMonitors only when asked, each selecting its own pods and port', () => {
+    type Pods = { kind: string; metadata: { name: string }; spec: { template: { metadata: { labels: Record<string, string> }; spec: { priorityClassName?: string; containers: Array<{ ports: Array<{ name: string }> }> } } } };
+    type Monitor = { kind: string; metadata: { name: string; labels: Record<string, string> }; spec: { selector: { matchLabels: Record<string, string> }; podMetricsEndpoints: Array<Record<string, string>> } };
+    const kinds = (values: Record<string, unknown>) => renderChart(RELEASE, RELEASE_NS, values).map((o) => o.kind);
+    expect(kinds({ heal: { enabled: true } })).not.toContain('PodMonitor');
+    expect(kinds({ podMonitor: { enabled: true } }).filter((k) => k === 'PodMonitor')).toHaveLength(1);
+
+    const rendered = renderChart(RELEASE, RELEASE_NS, {}, ['-f', join(CHART_DIR, 'ci', 'pod-monitor-values.yaml')]) as unknown as Array<Pods & Monitor>;
+    const deployments = rendered.filter((o) => o.kind === 'Deployment') as Pods[];
+    const monitors = rendered.filter((o) => o.kind === 'PodMonitor') as Monitor[];
+    const selects = (m: Monitor, d: Pods) => Object.entries(m.spec.selector.matchLabels).every(([k, v]) => d.spec.template.metadata.labels[k] === v);
+    const ports = (d: Pods) => d.spec.template.spec.containers.flatMap((c) => c.ports.map((p) => p.name));
+    expect(monitors).toHaveLength(2);
+    for (const m of monitors) {
+      // Exactly one Deployment's pods, and a port those pods name.
+      const selected = deployments.filter((d) => selects(m, d));
+      expect(selected.map((d) => d.metadata.name), m.metadata.name).toEqual([m.metadata.name]);
+      expect(ports(selected[0] as Pods)).toContain(m.spec.podMetricsEndpoints[0]?.port);
+      expect(m.spec.podMetricsEndpoints).toEqual([{ port: m.metadata.name.endsWith('-heal') ? 'metrics' : 'admin', path: '/metrics', interval: '30s', scrapeTimeout: '15s' }]);
+      expect(m.metadata.labels).toMatchObject({ release: 'prometheus', 'app.kubernetes.io/instance': RELEASE });
+    }
+    // Prometheus reaches the admin port only as networkPolicy.metricsFrom lets it (`_from`: the client's typed model).
+    const policy = rendered.find((o) => (o.kind as string) === 'NetworkPolicy') as unknown as { spec: { ingress: Array<{ ports: Array<{ port: string }>; _from?: unknown[] }> } };
+    expect(policy.spec.ingress.find((r) => r.ports.some((p) => p.port === 'admin'))?._from).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }]);
+    expect(() => renderChart(RELEASE, RELEASE_NS, { podMonitor: { enabled: true, scrapeInterval: '30 seconds' } })).toThrow(/podMonitor\/scrapeInterval/);
+
+    // The priority class is the injector's alone: heal restarts workloads, and nothing waits on it.
+    const prioritized = renderChart(RELEASE, RELEASE_NS, { heal: { enabled: true }, priorityClassName: 'system-cluster-critical' }).filter((o) => o.kind === 'Deployment') as unknown as Pods[];
+    expect(prioritized.map((d) => [d.metadata.name, d.spec.template.spec.priorityClassName]).sort()).toEqual([[RELEASE, 'system-cluster-critical'], [`${RELEASE}-heal`, undefined]]);
+  });
+
   it("gives the heal Deployment's account what heal does, and nothing more: a plan read with it, and every verb checked", async () => {
     const ns = 'heal-rbac';
     await core.createNamespace({ body: { metadata: { name: ns } } });
@@ -353,16 +385,20 @@ describe('the Helm chart in a real cluster', () => {
     helm(['upgrade', RELEASE, CHART_DIR, '--namespace', RELEASE_NS], { ...kubeconfigOpt(), values: chartValues });
   });
 
-  it('the cert-manager, existing-Secret and HA variants are accepted by the API server', async () => {
-    // cert-manager's CRDs, from the Go module pinned beside helm, so that Certificate and Issuer are checked too.
+  it('the cert-manager, existing-Secret, HA and PodMonitor variants are accepted by the API server', async () => {
+    // cert-manager's and Prometheus Operator's CRDs, from the Go modules pinned beside helm, so that Certificate, Issuer
+    // and PodMonitor are checked too (helm's server-side apply refuses a field their schemas do not declare).
     const extensions = kc.makeApiClient(ApiextensionsV1Api);
-    const crdDir = certManagerCrdDir();
-    for (const file of ['cert-manager.io_certificates.yaml', 'cert-manager.io_issuers.yaml', 'cert-manager.io_clusterissuers.yaml']) {
-      for (const crd of loadAllYaml(readFileSync(join(crdDir, file), 'utf8')) as KubernetesObject[]) {
+    const crdFiles = [
+      ...['cert-manager.io_certificates.yaml', 'cert-manager.io_issuers.yaml', 'cert-manager.io_clusterissuers.yaml'].map((f) => join(certManagerCrdDir(), f)),
+      join(prometheusOperatorCrdDir(), 'monitoring.coreos.com_podmonitors.yaml'),
+    ];
+    for (const file of crdFiles) {
+      for (const crd of loadAllYaml(readFileSync(file, 'utf8')) as KubernetesObject[]) {
         if (crd) await objects.create(crd);
       }
     }
-    for (const name of ['certificates.cert-manager.io', 'issuers.cert-manager.io', 'clusterissuers.cert-manager.io']) {
+    for (const name of ['certificates.cert-manager.io', 'issuers.cert-manager.io', 'clusterissuers.cert-manager.io', 'podmonitors.monitoring.coreos.com']) {
       await eventually(`CRD ${name} established`, async () => {
         const crd = await extensions.readCustomResourceDefinition({ name });
         return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ? true : undefined;
@@ -374,13 +410,29 @@ describe('the Helm chart in a real cluster', () => {
       body: { metadata: { name: 'serving' }, type: 'kubernetes.io/tls', data: { 'tls.crt': Buffer.from(chartInjector.caPem).toString('base64'), 'tls.key': Buffer.from('unused').toString('base64') } },
     });
     const haValues = readFileSync(join(CHART_DIR, 'values-ha.yaml'), 'utf8');
-    const variants: Array<{ ns: string; values: Record<string, unknown>; args?: string[]; kinds: string[] }> = [
+    // The Priority admission plugin gives a pod the value of its class, and refuses one whose class does not exist: the
+    // HA pods the ReplicaSet controller created, stored with system-cluster-critical's value, were admitted with it.
+    const criticalPods = async (ns: string) => {
+      const pods = await eventually(`the HA ReplicaSet's 3 pods in ${ns}`, async () => {
+        const list = await core.listNamespacedPod({ namespace: ns });
+        return list.items.length === 3 ? list.items : undefined;
+      });
+      expect(pods.map((p) => [p.spec?.priorityClassName, p.spec?.priority])).toEqual(Array(3).fill(['system-cluster-critical', 2_000_000_000]));
+    };
+    // Both PodMonitors stored, each naming the port its pods serve /metrics on.
+    const podMonitors = async (ns: string) => {
+      const list = (await objects.list('monitoring.coreos.com/v1', 'PodMonitor', ns)) as unknown as { items: Array<{ metadata: { name: string }; spec: { podMetricsEndpoints: Array<{ port: string }> } }> };
+      const stored = list.items.map((m) => [m.metadata.name, m.spec.podMetricsEndpoints.map((e) => e.port)]).sort();
+      expect(stored).toEqual([[`pi-${ns}-proxy-injector`, ['admin']], [`pi-${ns}-proxy-injector-heal`, ['metrics']]]);
+    };
+    const variants: Array<{ ns: string; values: Record<string, unknown>; args?: string[]; kinds: string[]; check?: (ns: string) => Promise<void> }> = [
       { ns: 'variant-cm', values: { certificates: { mode: 'certManager' } }, kinds: ['Certificate', 'Certificate', 'Issuer', 'Issuer'] },
       { ns: 'variant-cm-issuer', values: { certificates: { mode: 'certManager', certManager: { issuerRef: { name: 'corp', kind: 'ClusterIssuer' } } } }, kinds: ['Certificate'] },
       { ns: 'variant-secret', values: { certificates: { mode: 'existingSecret', existingSecret: { name: 'serving', caBundle: chartInjector.caPem } } }, kinds: [] },
-      { ns: 'variant-ha', values: {}, args: ['-f', join(CHART_DIR, 'values-ha.yaml')], kinds: ['PodDisruptionBudget', 'Secret', 'Secret'] },
+      { ns: 'variant-ha', values: {}, args: ['-f', join(CHART_DIR, 'values-ha.yaml')], kinds: ['PodDisruptionBudget', 'Secret', 'Secret'], check: criticalPods },
       { ns: 'linkerd', values: {}, kinds: ['Secret', 'Secret'] },
       { ns: 'variant-heal', values: {}, args: ['-f', join(CHART_DIR, 'ci', 'heal-values.yaml')], kinds: ['Deployment', 'Deployment', 'ServiceAccount', 'ServiceAccount', 'ClusterRole', 'ClusterRole'] },
+      { ns: 'variant-monitor', values: {}, args: ['-f', join(CHART_DIR, 'ci', 'pod-monitor-values.yaml')], kinds: ['PodMonitor'], check: podMonitors },
     ];
     expect(haValues).toMatch(/failurePolicy: Fail/);
     for (const v of variants) {
@@ -390,6 +442,7 @@ describe('the Helm chart in a real cluster', () => {
       const kinds = (loadAllYaml(helm(['get', 'manifest', release, '--namespace', v.ns], kubeconfigOpt())) as KubernetesObject[]).filter(Boolean).map((o) => o.kind ?? '');
       for (const kind of v.kinds) expect(kinds, `${v.ns} installs ${kind}`).toContain(kind);
       expect(kinds).toContain('MutatingWebhookConfiguration');
+      await v.check?.(v.ns);
       helm(['uninstall', release, '--namespace', v.ns, '--wait=false'], kubeconfigOpt());
     }
   });

@@ -62,16 +62,26 @@ export function renderChart(release: string, namespace: string, values: unknown 
   return (loadAllYaml(text) as Array<KubernetesObject | null>).filter((o): o is KubernetesObject => o !== null && typeof o === 'object');
 }
 
-/** cert-manager's CRDs, from the module pinned in test/helm/go (the Go module cache holds its deploy/crds). */
-export function certManagerCrdDir(): string {
-  const out = execFileSync('go', ['mod', 'download', '-json', 'github.com/cert-manager/cert-manager'], {
+/** Where the Go module cache holds `module` at the version test/helm/go pins, downloaded from the module proxy if needed. */
+function pinnedModuleDir(module: string): string {
+  const out = execFileSync('go', ['mod', 'download', '-json', module], {
     cwd: join(REPO_ROOT, 'test', 'helm', 'go'),
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, GOFLAGS: '-mod=readonly', GOWORK: 'off' },
   }).toString();
   const dir = (JSON.parse(out) as { Dir?: string }).Dir;
-  if (!dir) throw new Error(`go mod download gave no directory for cert-manager:\n${out}`);
-  return join(dir, 'deploy', 'crds');
+  if (!dir) throw new Error(`go mod download gave no directory for ${module}:\n${out}`);
+  return dir;
+}
+
+/** cert-manager's CRDs, from the module pinned in test/helm/go (the Go module cache holds its deploy/crds). */
+export function certManagerCrdDir(): string {
+  return join(pinnedModuleDir('github.com/cert-manager/cert-manager'), 'deploy', 'crds');
+}
+
+/** Prometheus Operator's CRDs (PodMonitor among them), from its main module as test/helm/go pins it. */
+export function prometheusOperatorCrdDir(): string {
+  return join(pinnedModuleDir('github.com/prometheus-operator/prometheus-operator'), 'example', 'prometheus-operator-crd');
 }
 
 export interface ObjectName {

@@ -6,6 +6,7 @@ go 1.26.0
 
 require (
 	github.com/cert-manager/cert-manager v1.21.2
+	github.com/prometheus-operator/prometheus-operator v0.85.0
 	helm.sh/helm/v4 v4.3.1
 )
 
