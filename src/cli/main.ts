@@ -1,9 +1,7 @@
 #!/usr/bin/env node
 /** The `proxy-injector` command line: dispatches to subcommands. */
-import { DEFAULT_LINKERD_VERSION } from '../engine/index.js';
 import { usageText } from './command-io.js';
-import { UsageError } from './command-io.js';
-import { packageVersion } from './package-info.js';
+import { UsageError, type CliResult } from './command-io.js';
 
 const USAGE = `Usage: proxy-injector <command> [options]
 
@@ -21,12 +19,23 @@ Commands:
                        with --manual the proxy itself, as 'linkerd inject' does.
   uninject FILE|DIR|URL|- ...
                        Take Linkerd's proxy, init container, volumes and metadata out of manifests.
-  version              Print the version, and the Linkerd version whose injector it follows.
+  version [--cluster]  Print the version, and the Linkerd version whose injector it follows; with
+                       --cluster, also the one the cluster's linkerd-config names.
   help [COMMAND]       Print this help, or a command's.
 
 Run 'proxy-injector <command> --help' for a command's options.
 Exit status: 0 done; 1 failed; 2 usage error.
 `;
+
+/** A command that returns its whole answer, written out as it is. */
+function cliCommand(run: (args: string[]) => Promise<CliResult>): (args: string[]) => Promise<number> {
+  return async (args) => {
+    const result = await run(args);
+    process.stdout.write(result.stdout);
+    process.stderr.write(result.stderr);
+    return result.code;
+  };
+}
 
 // Each command loads only its own modules: the server starts without the manifest tooling, and the reverse.
 const COMMANDS: Record<string, () => Promise<(args: string[]) => Promise<number>>> = {
@@ -35,26 +44,15 @@ const COMMANDS: Record<string, () => Promise<(args: string[]) => Promise<number>
   check: async () => (await import('./check.js')).runCheckCommand,
   inject: async () => (await import('./inject.js')).runInjectCommand,
   uninject: async () => (await import('./uninject.js')).runUninjectCommand,
-  heal: async () => {
-    const { runHealCommand } = await import('./heal.js');
-    return async (args: string[]) => {
-      const result = await runHealCommand(args);
-      process.stdout.write(result.stdout);
-      process.stderr.write(result.stderr);
-      return result.code;
-    };
-  },
+  version: async () => cliCommand((await import('./version.js')).runVersion),
+  '--version': async () => cliCommand((await import('./version.js')).runVersion),
+  heal: async () => cliCommand((await import('./heal.js')).runHealCommand),
 };
-
-const VERSION_HELP = `Usage: proxy-injector version
-
-Print the version, and the Linkerd version whose injector it follows. Takes no arguments.
-`;
 
 /** Usage lines for a command's usage errors; the commands print their whole help with --help. */
 const HELP: Record<string, () => Promise<string>> = {
-  version: async () => VERSION_HELP,
-  '--version': async () => VERSION_HELP,
+  version: async () => (await import('./version.js')).VERSION_HELP,
+  '--version': async () => (await import('./version.js')).VERSION_HELP,
   serve: async () => (await import('./serve.js')).SERVE_HELP,
   inject: async () => (await import('./inject-flags.js')).INJECT_HELP,
   uninject: async () => (await import('./uninject.js')).UNINJECT_HELP,
@@ -73,24 +71,11 @@ async function main(argv: string[]): Promise<number> {
   const run = command !== undefined ? COMMANDS[command] : undefined;
   if (run) return (await run())(rest);
   switch (command) {
-    case 'version':
-    case '--version':
-      if (rest.length === 1 && (rest[0] === '--help' || rest[0] === '-h')) {
-        process.stdout.write(VERSION_HELP);
-        return 0;
-      }
-      if (rest.length > 0) throw new UsageError(`takes no arguments, got ${JSON.stringify(rest[0])}`);
-      process.stdout.write(`proxy-injector ${packageVersion()} (follows Linkerd ${DEFAULT_LINKERD_VERSION})\n`);
-      return 0;
     case undefined:
     case 'help':
     case '--help':
     case '-h': {
       const topic = rest[0];
-      if (command === 'help' && topic === 'version') {
-        process.stdout.write(VERSION_HELP);
-        return 0;
-      }
       if (command === 'help' && topic !== undefined) {
         const commandRun = COMMANDS[topic];
         if (commandRun === undefined) {

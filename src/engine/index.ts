@@ -16,7 +16,7 @@ export { SKIP_REASON_TEXT, injectAnnotationDecision, hasExistingSidecar, isMirro
 export type { AnnotationAt, Origin, SkipReason, SkipReasonCode } from './decision.js';
 export { EngineError, isEngineError } from './errors.js';
 export type { EngineErrorCode } from './errors.js';
-export { DEFAULT_LINKERD_VERSION, defaultValues, loadValues, mergeValues, withTrustAnchors } from './values.js';
+export { DEFAULT_LINKERD_VERSION, defaultValues, linkerdVersionMismatch, loadValues, mergeValues, withTrustAnchors } from './values.js';
 export { checkTrustAnchors, withCheckedTrustAnchors } from './trust-anchors.js';
 export type { LinkerdValues } from './values.js';
 export { iptablesPlan } from './iptables.js';

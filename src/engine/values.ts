@@ -6,7 +6,7 @@ import { pushAll, setOwn, type EnvVar } from './k8s.js';
 import { subnetsRefusal } from './iptables.js';
 import { XTABLES_LOCK_VOLUME } from './names.js';
 import { parseCidr, parseQuantity } from './parsers.js';
-import { clip } from './text.js';
+import { clip, oneLine } from './text.js';
 
 /**
  * The YAML parser, loaded when a values document is first read: a server given only trust anchors never needs it, and
@@ -133,8 +133,23 @@ export interface LinkerdValues {
   debugContainer: { image: ImageValues };
 }
 
-/** The Linkerd release whose proxy images the embedded defaults name. */
+/** The Linkerd release whose proxy images the embedded defaults name, and whose injector this one follows. */
 export const DEFAULT_LINKERD_VERSION = 'edge-26.8.3';
+
+/**
+ * What to say when the values name another Linkerd release than the one this injector follows, or undefined when they
+ * name that one: that release's injector may add to pods what this one does not know of.
+ */
+export function linkerdVersionMismatch(values: Pick<LinkerdValues, 'linkerdVersion'>): string | undefined {
+  const configured = values.linkerdVersion;
+  if (configured === DEFAULT_LINKERD_VERSION) return undefined;
+  const named = clip(oneLine(configured), 64) || '(none)';
+  return (
+    `linkerd-config names Linkerd ${named}, but this injector follows Linkerd ${DEFAULT_LINKERD_VERSION}: it injects pods as ` +
+    `${DEFAULT_LINKERD_VERSION}'s injector does, which may not be what ${named}'s does; install a proxy-injector that follows ${named}, ` +
+    `or give injection back to Linkerd's injector until there is one (docs/swap.md)`
+  );
+}
 
 const emptyResource = (): ResourceValues => ({ limit: '', request: '' });
 const keepAlive = (): ProxyParams => ({ server: { http2: { keepAliveInterval: '10s', keepAliveTimeout: '3s' } } });

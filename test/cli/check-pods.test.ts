@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { auditPods, runCheckPods, type AuditOptions, type PodsReport, type WorkloadAudit } from '../../src/cli/check-pods.js';
-import { fakeApi } from '../cluster/fake-api.js';
+import { fakeApi, kubeconfigText } from '../cluster/fake-api.js';
 import { OTHER_TRUST_ANCHOR } from '../support/engine.js';
 import { CONFIG_MAPS, configWith, meshed, ns, pod, type PodOptions } from '../support/running-pods.js';
 
@@ -246,11 +246,7 @@ describe('check pods', () => {
     try {
       const server = (api.client as unknown as { server: string }).server;
       const kubeconfig = join(dir, 'config');
-      writeFileSync(
-        kubeconfig,
-        `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "${server}"}}]\nusers: [{name: u, user: {token: t}}]\n` +
-          'contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
-      );
+      writeFileSync(kubeconfig, kubeconfigText(server));
       const text = await runCheckPods(['--kubeconfig', kubeconfig], {});
       expect(text.code).toBe(1);
       const lines = text.stdout.trim().split('\n');

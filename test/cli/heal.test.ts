@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runHealCommand } from '../../src/cli/heal.js';
 import { clusters, start, workload, type FakeCluster } from '../cluster/fake-workloads.js';
+import { kubeconfigText } from '../cluster/fake-api.js';
 import { sum } from '../support/metrics.js';
 
 const dirs: string[] = [];
@@ -19,11 +20,7 @@ function kubeconfigFor(fake: FakeCluster): string {
   const dir = mkdtempSync(join(tmpdir(), 'heal-'));
   dirs.push(dir);
   const path = join(dir, 'config');
-  writeFileSync(
-    path,
-    `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "${fake.api.client.server}"}}]\nusers: [{name: u, user: {token: t}}]\n` +
-      'contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
-  );
+  writeFileSync(path, kubeconfigText(fake.api.client.server));
   return path;
 }
 

@@ -100,15 +100,13 @@ describe('the command line, consistently across commands', () => {
     expect(cli(['version']).stdout).toBe(`proxy-injector ${packageVersion()} (follows Linkerd ${DEFAULT_LINKERD_VERSION})\n`);
   }, 120_000);
 
-  it('version takes no arguments: anything else is a usage error, --help its help', () => {
+  it('version: an unknown flag is a usage error, --help its help', () => {
     for (const args of [['version', '--bogus'], ['--version', 'extra']]) {
-      expect(cli(args)).toEqual({
-        code: 2,
-        stdout: '',
-        stderr: `proxy-injector ${args[0]}: takes no arguments, got ${JSON.stringify(args[1])}\nUsage: proxy-injector version\nRun 'proxy-injector ${args[0]} --help' for all options.\n`,
-      });
+      const result = cli(args);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/^proxy-injector version: (Unexpected argument 'extra'|Unknown option '--bogus')/);
     }
-    for (const args of [['version', '--help'], ['help', 'version']]) expect(cli(args)).toEqual({ code: 0, stdout: expect.stringMatching(/^Usage: proxy-injector version\n/), stderr: '' });
+    for (const args of [['version', '--help'], ['help', 'version']]) expect(cli(args)).toEqual({ code: 0, stdout: expect.stringMatching(/^Usage: proxy-injector version /), stderr: '' });
   }, 120_000);
 });
 

@@ -26,6 +26,11 @@ const json = (res: ServerResponse, status: number, body: unknown): void => {
   res.end(JSON.stringify(body));
 };
 
+/** A kubeconfig whose one context talks to `server` with a token, for the commands that read a cluster. */
+export const kubeconfigText = (server: string): string =>
+  `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "${server}"}}]\nusers: [{name: u, user: {token: t}}]\n` +
+  'contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n';
+
 /** Answers as the API server does for an object that does not exist. */
 export function notFound(res: ServerResponse): void {
   json(res, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', message: 'not found', code: 404 });
