@@ -204,7 +204,9 @@ function staticProblems(c: Shown): string[] {
       const namespace = optionValues('-n', '--namespace')[0];
       if (sub === 'install') releases.push({ name: positional[0] ?? '', namespace: namespace ?? 'default' });
     } else if (sub === 'upgrade') {
-      // Another project's chart (Linkerd's): only what the command itself says can be checked.
+      // Another project's chart (Linkerd's): only what the command itself says can be checked, and that it keeps the
+      // chart version installed, which a repository's newest would replace.
+      if (optionValues('--version').length === 0) problems.push(`helm upgrade ${chart}: no --version, so it also upgrades to the repository's newest chart`);
       for (const json of optionValues('--set-json')) {
         try {
           JSON.parse(json.slice(json.indexOf('=') + 1));
@@ -226,6 +228,9 @@ function staticProblems(c: Shown): string[] {
     } else if (!['run', 'get'].includes(c.argv.find((w, i) => i > 0 && !w.startsWith('-') && c.argv[i - 1] !== '-n') ?? '')) {
       problems.push(`kubectl: no check for ${c.text}`);
     }
+  } else if (/^[A-Z_]+=\$\(helm$/.test(program ?? '')) {
+    // A value a later command uses, read from an installed release.
+    if (!/^[A-Z_]+=\$\(helm -n \S+ get metadata \S+ -o yaml \| sed -n 's\/\^version: \/\/p'\)$/.test(c.text)) problems.push(`${c.text}: not the chart version of a release`);
   } else if (program !== 'curl') {
     problems.push(`${program}: no check for this program; teach test/docs/readme-commands.test.ts what it needs`);
   }

@@ -6,13 +6,17 @@
  * Linkerd's injector and leaves none unmeshed. What the pods are is read from the API, their proxies' metrics and the
  * injectors' metrics, never from a patch.
  */
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { LINKERD_NAMESPACE_SELECTOR, NO_NAMESPACE_SELECTOR } from '../e2e/support/chart.js';
 import { eventually } from '../e2e/support/kube.js';
 import { useNode } from './support/context.js';
 import { log } from './support/host.js';
-import { INJECTOR_NS } from './support/injector.js';
-import { LINKERD_INJECTOR_AWAY, identityOf, linkerdInjectorMetrics, linkerdWebhookSelector } from './support/linkerd.js';
+import { notesCommands, readmeCommand, shell } from './support/documented.js';
+import { helmOn } from './support/helm.js';
+import { APP_IMAGE } from './support/images.js';
+import { INJECTOR_NS, INJECTOR_RELEASE } from './support/injector.js';
+import { identityOf, linkerdInjectorMetrics, linkerdWebhookSelector } from './support/linkerd.js';
 import {
   apply,
   appDeployment,
@@ -62,10 +66,12 @@ describe.skipIf(node.skip !== undefined)("replacing Linkerd's injector, and roll
   it("with both webhooks registered, gives each pod one proxy: Linkerd's injects and this one sees the proxy", async () => {
     const alreadyBefore = await ours({ skip: 'true', skip_reason: 'sidecar_already_exists' });
     const linkerdBefore = await linkerds();
-    // The README's check that the injector answers, with both webhooks registered.
-    const dryRun = await cluster.kubectl(['-n', NS, 'run', 'probe', '--image=nginx', '--dry-run=server', '-o', 'jsonpath={.spec.initContainers[*].name} {.spec.containers[*].name}']);
-    log(`kubectl run probe --dry-run=server: ${dryRun}`);
-    expect(dryRun.split(/\s+/).filter((n) => n === 'linkerd-proxy')).toHaveLength(1);
+    // The README's check that the injector answers, with both webhooks registered, as printed: here the proxy is a
+    // native sidecar (Linkerd's chart default), an init container.
+    expect(await linkerd.configValues()).toMatch(/^ {2}nativeSidecar: true$/m);
+    const dryRun = await shell(cluster, [readmeCommand(/ run probe .*--dry-run=server/).replace('-n my-app ', `-n ${NS} `)]);
+    log(`the README's kubectl run probe --dry-run=server: ${dryRun.trim()}`);
+    expect(dryRun).toBe('linkerd-init linkerd-proxy probe\n');
 
     await apply(cluster, [
       // Both call every web pod by its IP (the headless Service's addresses); the web pods also call legacy's Service.
@@ -84,7 +90,18 @@ describe.skipIf(node.skip !== undefined)("replacing Linkerd's injector, and roll
 
   it("after Linkerd's webhook is pointed at no namespace, injects the Deployment's new pods itself", async () => {
     revisionBefore = await linkerd.revision();
-    await linkerd.upgrade(LINKERD_INJECTOR_AWAY);
+    // The README's two commands, as printed but for the chart: this suite's copy of Linkerd's, not a repository's.
+    const chartVersion = readmeCommand(/^LINKERD_CHART=/);
+    const upgrade = readmeCommand(/^helm upgrade linkerd-control-plane /).replace(' linkerd/linkerd-control-plane ', ` ${join(linkerd.charts, 'linkerd-control-plane')} `);
+    const installed = JSON.parse(await helmOn(cluster, ['get', 'metadata', 'linkerd-control-plane', '-n', 'linkerd', '-o', 'json'])) as { version: string };
+    expect(await shell(cluster, [chartVersion, 'echo "$LINKERD_CHART"'])).toBe(`${installed.version}\n`);
+    await shell(cluster, [chartVersion, upgrade]);
+    // The upgrade rolls Linkerd's Deployments (its injector's metrics start again at 0): wait as helm's --wait would.
+    for (const deployment of (await cluster.kubectl(['-n', 'linkerd', 'get', 'deployments', '-o', 'name'])).split(/\s+/).filter(Boolean)) {
+      await cluster.kubectl(['-n', 'linkerd', 'rollout', 'status', deployment, '--timeout=300s']);
+    }
+    expect(await linkerd.revision()).toBe(revisionBefore + 1);
+    expect(JSON.parse(await helmOn(cluster, ['get', 'metadata', 'linkerd-control-plane', '-n', 'linkerd', '-o', 'json']))).toMatchObject({ version: installed.version });
     expect(await linkerdWebhookSelector(cluster)).toEqual(NO_NAMESPACE_SELECTOR);
     const injectedBefore = await ours({ skip: 'false' });
     const linkerdBefore = await linkerds();
@@ -116,6 +133,26 @@ describe.skipIf(node.skip !== undefined)("replacing Linkerd's injector, and roll
     expect(linkerdReviews).toBe(0);
     expect(event.message).toBe('Linkerd sidecar proxy injected');
     expect(event.count).toBeGreaterThanOrEqual(2);
+  });
+
+  it("the chart's NOTES, as printed, show this injector adding a native sidecar and its Injected event", async () => {
+    const commands = (await notesCommands(cluster, INJECTOR_RELEASE, INJECTOR_NS)).filter((c) => /\binject-demo\b/.test(c));
+    expect(commands).toHaveLength(5);
+    // The suite's busybox in place of nginx, which no node here can pull; the dry run pulls nothing.
+    const local = commands.map((c) => (c.includes('create deployment') ? c.replace('--image=nginx', `--image=${APP_IMAGE}:${appTag}`) : c));
+    try {
+      const out = await shell(cluster, local.slice(0, 3));
+      log(`NOTES step 2: ${out.trim()}`);
+      expect(out.trim().split('\n').at(-1)).toBe('linkerd-init linkerd-proxy demo');
+      await shell(cluster, [local[3] ?? '']);
+      const events = await eventually('the Injected event the NOTES read', async () => {
+        const text = await shell(cluster, [local[4] ?? '']);
+        return /Injected\s+deployment\/demo\s+Linkerd sidecar proxy injected/.test(text) ? text : undefined;
+      });
+      log(`NOTES events: ${events.trim()}`);
+    } finally {
+      await cluster.kubectl(['delete', 'namespace', 'inject-demo', '--wait=false', '--ignore-not-found']);
+    }
   });
 
   it('its pods talk mTLS with the pod Linkerd injected and with each other, with the identities Linkerd issued', async () => {

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../e2e/support/kube.js';
+import { readmeCommand, shell } from './support/documented.js';
 import { useNode } from './support/context.js';
 import { log } from './support/host.js';
 import { LINKERD_NS, onlyThisInjector } from './support/linkerd.js';
@@ -103,6 +104,11 @@ describe.skipIf(node.skip !== undefined)('start-up order of the pods this inject
         const names = await cluster.kubectl(['-n', NS, 'run', 'dry', `--image=nginx`, '--dry-run=server', '-o', 'jsonpath={.spec.containers[*].name}']);
         return names.split(' ').includes('linkerd-proxy') ? true : undefined;
       });
+    });
+
+    it("the README's check, as printed, says the same as with a native sidecar", async () => {
+      const dryRun = await shell(cluster, [readmeCommand(/ run probe .*--dry-run=server/).replace('-n my-app ', `-n ${NS} `)]);
+      expect(dryRun).toBe('linkerd-init linkerd-proxy probe\n');
     });
 
     it('linkerd-init exits 0, the nat table in the pod equals explain\'s plan, and the app starts after the proxy first answers ready', async () => {
