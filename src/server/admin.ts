@@ -4,6 +4,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Logger } from 'pino';
 import { oneLine } from '../engine/index.js';
 import { ConnectionTable } from './connections.js';
+import { denialText, type DenialSource } from './denial.js';
 import { fastifyOptions, nodeServerOptions, TEXT, type ConnectionLimits } from './http.js';
 import type { InjectorMetrics } from './metrics.js';
 import { DEFAULT_LIMITS, type ServerLimits } from './webhook.js';
@@ -11,6 +12,8 @@ import { DEFAULT_LIMITS, type ServerLimits } from './webhook.js';
 export interface Readiness {
   /** Empty when ready; otherwise what is still missing, e.g. "configuration not loaded". */
   notReadyBecause(): string[];
+  /** Why every pod that asks for injection is denied, while it is; /ready stays 200 then, and says so. */
+  denyingBecause?: DenialSource;
 }
 
 /** Plain HTTP: GET (or HEAD) /metrics, /ping, /live and /ready. */
@@ -101,7 +104,11 @@ export function buildAdminApp(options: { metrics: InjectorMetrics; readiness: Re
   app.get('/live', (_request, reply) => sendText(reply, 200, 'ok\n'));
   app.get('/ready', (_request, reply) => {
     const missing = readiness.notReadyBecause();
-    return missing.length === 0 ? sendText(reply, 200, 'ok\n') : sendText(reply, 503, `not ready: ${missing.join('; ')}\n`);
+    if (missing.length > 0) return sendText(reply, 503, `not ready: ${missing.join('; ')}\n`);
+    // Ready all the same: out of its Service, the pods it denies would be admitted unmeshed (failurePolicy Ignore) or
+    // every pod refused (Fail); the body says what it cannot do.
+    const denial = readiness.denyingBecause?.();
+    return sendText(reply, 200, denial ? `ready, but denying injection: ${denialText(denial)}\n` : 'ok\n');
   });
   app.setNotFoundHandler((request, reply) => notFound(request.url, reply));
   app.setErrorHandler((err, _request, reply) => {
