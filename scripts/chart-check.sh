@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `npm run check:chart`: helm lint --strict and helm template of charts/proxy-injector with the default values, the HA
 # values, and every file in its ci/ folder (cert-manager, an existing Secret, configuration given inline, heal,
-# PodMonitors). Also checks that a mistyped value and a release name Linkerd's objects use are refused. helm comes from
-# scripts/helm-binary.sh.
+# PodMonitors), and holds each rendering's readiness probe to one slow answer (scripts/readiness-probe.mjs). Also checks
+# that a mistyped value and a release name Linkerd's objects use are refused. helm comes from scripts/helm-binary.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HELM=$(bash scripts/helm-binary.sh)
@@ -20,6 +20,8 @@ check() { # <label> [helm args...]
   "$HELM" template proxy-injector "$CHART" --namespace proxy-injector "$@" >"$out/rendered" 2>"$out/err" \
     || { cat "$out/err"; echo "chart: template FAILED for $label" >&2; exit 1; }
   printf 'chart: %-28s lint ok, template ok (%s objects)\n' "$label" "$(grep -c '^kind:' "$out/rendered")"
+  # One slow answer of /ready must not take a replica out of its Service (see the model in the script).
+  node scripts/readiness-probe.mjs <"$out/rendered" >/dev/null || { echo "chart: readiness probe FAILED for $label" >&2; exit 1; }
 }
 
 refused() { # <label> <expected message> [helm args...]

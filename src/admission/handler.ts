@@ -266,3 +266,55 @@ function failed(request: AdmissionRequest, object: Record<string, unknown>, nsAn
   }
   return { kind: 'failed', response: denied(request.uid, `proxy-injector: ${failure.message}`), failure, ...(owner && { owner }) };
 }
+
+/** The smallest pod that asks for injection: it needs the configuration and nothing of its own, namespace or owner. */
+const CANARY_POD = {
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name: 'canary', namespace: 'default', annotations: { [names.INJECT_ANNOTATION]: names.INJECT_ENABLED } },
+  spec: { containers: [{ name: 'app', image: 'app' }] },
+};
+const CANARY: AdmissionRequest = {
+  uid: 'canary',
+  kind: { group: '', version: 'v1', kind: 'Pod' },
+  resource: { group: '', version: 'v1', resource: 'pods' },
+  namespace: 'default',
+  operation: 'CREATE',
+  userInfo: {},
+  object: CANARY_POD,
+};
+
+/** The canary's denial under each configuration object (`null`: injected); a new configuration is a new object. */
+const canaryDenials = new WeakMap<InjectorConfig, AdmissionFailure | null>();
+
+/**
+ * Why the handler denies every pod that asks for injection now (no configuration loaded, no trust anchors...), or
+ * undefined when it injects them. It is the handler's own answer for the smallest such pod, from the same source of
+ * configuration, so that what /ready, the metrics and the log say cannot drift from what admissions get.
+ */
+export function injectionDenial(sources: Pick<AdmissionSources, 'config'>): AdmissionFailure | undefined {
+  let config: InjectorConfig;
+  try {
+    config = sources.config();
+  } catch (err) {
+    return deniedCanary(err);
+  }
+  let denial = canaryDenials.get(config);
+  if (denial === undefined) {
+    const pinned = { config: () => config, namespaceAnnotations: () => undefined };
+    try {
+      evaluate(CANARY, CANARY_POD, ownerReferencesOf(CANARY_POD), pinned, {}, undefined, {});
+      denial = null;
+    } catch (err) {
+      denial = deniedCanary(err) ?? null;
+    }
+    canaryDenials.set(config, denial);
+  }
+  return denial ?? undefined;
+}
+
+/** The failure the canary is denied with for `err`, as `failed` decides it; undefined when `failed` admits it. */
+function deniedCanary(err: unknown): AdmissionFailure | undefined {
+  const handled = failed(CANARY, CANARY_POD, {}, undefined, err);
+  return handled.kind === 'failed' && !handled.response.allowed ? handled.failure : undefined;
+}

@@ -1,5 +1,5 @@
 /** Admission: an AdmissionReview in, the engine's answer out, with what metrics, logs and events need to know. */
-export { answerBody, handleAdmission, type AdmissionSources, type HandledAdmission, type PodIdentity } from './handler.js';
+export { answerBody, handleAdmission, injectionDenial, type AdmissionSources, type HandledAdmission, type PodIdentity } from './handler.js';
 export { MAX_SHADOW_BYTES, shadowVerdict, type ShadowInputs, type ShadowVerdict, type ShadowVerdictName } from './shadow.js';
 export { ownerReferencesOf, type OwnerReference } from './owner-references.js';
 export { TemplateAnswerLru, type CachedAnswer } from './template-answer-lru.js';

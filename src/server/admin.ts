@@ -2,7 +2,9 @@
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Logger } from 'pino';
+import { oneLine } from '../engine/index.js';
 import { ConnectionTable } from './connections.js';
+import { denialText, type DenialSource } from './denial.js';
 import { fastifyOptions, nodeServerOptions, TEXT, type ConnectionLimits } from './http.js';
 import type { InjectorMetrics } from './metrics.js';
 import { DEFAULT_LIMITS, type ServerLimits } from './webhook.js';
@@ -10,6 +12,8 @@ import { DEFAULT_LIMITS, type ServerLimits } from './webhook.js';
 export interface Readiness {
   /** Empty when ready; otherwise what is still missing, e.g. "configuration not loaded". */
   notReadyBecause(): string[];
+  /** Why every pod that asks for injection is denied, while it is; /ready stays 200 then, and says so. */
+  denyingBecause?: DenialSource;
 }
 
 /** Plain HTTP: GET (or HEAD) /metrics, /ping, /live and /ready. */
@@ -63,7 +67,22 @@ function sendText(reply: FastifyReply, status: number, text: string): FastifyRep
 export function buildAdminApp(options: { metrics: InjectorMetrics; readiness: Readiness; logger: Logger; limits?: Partial<AdminLimits> }): AdminApp {
   const { metrics, readiness, logger } = options;
   const limits = { ...DEFAULT_ADMIN_LIMITS, ...options.limits };
-  const app: AdminApp = Fastify({ ...fastifyOptions(limits, () => {}), http: nodeServerOptions(limits) });
+  /**
+   * A wrong method or path is answered and logged in one short line, as the webhook's refusals are: a scraper or probe
+   * pointed at the wrong place shows in the log, and a client gets no more lines from it than from a bad review.
+   */
+  const refuse = (reply: FastifyReply, status: number, message: string): FastifyReply => {
+    logger.warn({ status, reason: message }, 'rejected admin request');
+    return sendText(reply, status, `${message}\n`);
+  };
+  const notFound = (url: string, reply: FastifyReply): FastifyReply =>
+    refuse(reply, 404, `no route for ${oneLine(url.split('?')[0] ?? '').slice(0, 256)}: the admin listener serves /metrics, /ping, /live and /ready`);
+  const app: AdminApp = Fastify({
+    ...fastifyOptions(limits, () => {}),
+    http: nodeServerOptions(limits),
+    // A path that cannot be decoded (`/%zz`) names no route either; fastify would answer it itself, unlogged.
+    frameworkErrors: (_error, request, reply) => notFound(request.raw.url ?? '', reply),
+  });
   // The table keeps its caps through the listeners it adds to the server.
   new ConnectionTable(app.server, limits);
   app.removeAllContentTypeParsers();
@@ -73,7 +92,7 @@ export function buildAdminApp(options: { metrics: InjectorMetrics; readiness: Re
   app.addHook('onRequest', (request, reply, done) => {
     if (hasBody(request.raw)) reply.header('connection', 'close');
     if (request.method !== 'GET' && request.method !== 'HEAD') {
-      sendText(reply, 405, `method ${request.method} not allowed: use GET\n`);
+      refuse(reply, 405, `method ${request.method.slice(0, 16)} not allowed: use GET`);
       return;
     }
     done();
@@ -85,12 +104,13 @@ export function buildAdminApp(options: { metrics: InjectorMetrics; readiness: Re
   app.get('/live', (_request, reply) => sendText(reply, 200, 'ok\n'));
   app.get('/ready', (_request, reply) => {
     const missing = readiness.notReadyBecause();
-    return missing.length === 0 ? sendText(reply, 200, 'ok\n') : sendText(reply, 503, `not ready: ${missing.join('; ')}\n`);
+    if (missing.length > 0) return sendText(reply, 503, `not ready: ${missing.join('; ')}\n`);
+    // Ready all the same: out of its Service, the pods it denies would be admitted unmeshed (failurePolicy Ignore) or
+    // every pod refused (Fail); the body says what it cannot do.
+    const denial = readiness.denyingBecause?.();
+    return sendText(reply, 200, denial ? `ready, but denying injection: ${denialText(denial)}\n` : 'ok\n');
   });
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? '';
-    return sendText(reply, 404, `no route for ${path}: the admin listener serves /metrics, /ping, /live and /ready\n`);
-  });
+  app.setNotFoundHandler((request, reply) => notFound(request.url, reply));
   app.setErrorHandler((err, _request, reply) => {
     logger.error({ err }, 'failed to answer an admin request');
     return sendText(reply, 500, 'internal error\n');

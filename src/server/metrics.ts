@@ -1,6 +1,6 @@
 /** Prometheus metrics: Linkerd's admission counters with their labels, latency, failures, and process metrics. */
 import type { Counter, Gauge, Metric, Registry } from 'prom-client';
-import type { HandledAdmission } from '../admission/index.js';
+import { ADMISSION_FAILURE_CODES, type AdmissionFailureCode, type HandledAdmission } from '../admission/index.js';
 import { names } from '../engine/index.js';
 import { ConfigLabelValues, LabelSetCap, OTHER, ownerKindLabel } from './metric-labels.js';
 
@@ -243,6 +243,8 @@ export class InjectorMetrics {
   /** The last pod scan's counts, as its gauges report them; none before the first. */
   private scan: { pods: Map<string, Partial<Record<string, number>>>; drifted: Map<string, Partial<Record<string, number>>> } | undefined;
   private registry: Promise<Registry> | undefined;
+  /** Why every pod that asks for injection is denied now, if it is (see reportDenial). */
+  private denial: () => AdmissionFailureCode | undefined = () => undefined;
 
   constructor(private readonly options: { processMetrics?: boolean } = {}) {}
 
@@ -280,6 +282,17 @@ export class InjectorMetrics {
       };
       scanGauge('proxy_inject_pods', 'Running pods at the last pod scan, by namespace and state (as check pods gives it).', 'state', (scan) => scan.pods);
       scanGauge('proxy_inject_drifted_pods', 'Drifted pods at the last pod scan, by namespace and kind of difference.', 'kind', (scan) => scan.drifted);
+      // One series per failure code, a fixed list, so that an alert can read the code and a sum is 0 or 1.
+      const denying: Gauge = new Gauge({
+        name: 'proxy_inject_denying_injection',
+        help: 'Whether every pod that asks for injection is denied now (1, under the code why) or not (0); the webhook stays ready meanwhile.',
+        labelNames: ['code'],
+        registers: [registry],
+        collect: () => {
+          const now = this.denial();
+          for (const code of ADMISSION_FAILURE_CODES) denying.set({ code }, code === now ? 1 : 0);
+        },
+      });
       // Not a prom-client metric, but the shape its registry reads (see DurationHistogram).
       registry.registerMetric(this.duration as unknown as Metric);
       return registry;
@@ -358,6 +371,11 @@ export class InjectorMetrics {
   /** Counts a pod scan that failed; the gauges keep the last scan's counts. */
   podScanFailed(): void {
     this.podScans.inc({ result: 'failed' });
+  }
+
+  /** Reads `denial` at each scrape for the gauge `proxy_inject_denying_injection`. */
+  reportDenial(denial: () => AdmissionFailureCode | undefined): void {
+    this.denial = denial;
   }
 
   /** Counts a request refused before evaluation (400, 404, 408, 413, 415). */

@@ -2,9 +2,10 @@
 import { lookup } from 'node:dns/promises';
 import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { TemplateAnswerLru, type AdmissionSources } from '../admission/index.js';
+import { injectionDenial, TemplateAnswerLru, type AdmissionSources } from '../admission/index.js';
 import { CertificateReloader, ensureCertificates, loadKeyPair } from '../tls/index.js';
 import { adminLimitsOf, buildAdminApp, type AdminApp } from './admin.js';
+import { DenialLog, type DenialLogOptions } from './denial.js';
 import { closeNow } from './http.js';
 import { InjectorMetrics } from './metrics.js';
 import { buildWebhookApp, TLS_CIPHERS, type ServerLimits, type WebhookApp } from './webhook.js';
@@ -80,6 +81,8 @@ export interface ServerOptions {
   onAdmitted?: Parameters<typeof buildWebhookApp>[0]['onAdmitted'];
   /** The webhook listener's timeouts and sizes; the defaults where not given. */
   limits?: Partial<ServerLimits>;
+  /** How often the log says that every pod that asks for injection is denied, while it is (DenialLog's defaults). */
+  denialLog?: Pick<DenialLogOptions, 'checkMs' | 'repeatMs'>;
 }
 
 export interface RunningServer {
@@ -107,11 +110,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const metrics = options.metrics ?? new InjectorMetrics();
   let closing = false;
+  // Asked of the sources admissions read, so that /ready, the gauge and the log say what admissions get.
+  const denial = () => injectionDenial(options.sources);
+  metrics.reportDenial(() => denial()?.code);
   const readiness = {
     notReadyBecause: (): string[] => [
       ...(closing ? ['shutting down'] : []),
       ...(options.notReadyBecause?.() ?? []),
     ],
+    denyingBecause: denial,
   };
   const webhook = buildWebhookApp({
     sources: { ...options.sources, answers: new TemplateAnswerLru() },
@@ -147,6 +154,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     onRefused: () => metrics.certificateReloads.inc({ result: 'refused' }),
   });
   reloader.start();
+  const denialLog = new DenialLog({ denial, logger, ...options.denialLog });
+  denialLog.start();
 
   const webhookUrl = urlOf('https', webhookAddress, webhookPort);
   const adminUrl = urlOf('http', adminAddress, adminPort);
@@ -175,6 +184,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         webhook.server.closeAllConnections();
       }
       reloader.stop();
+      denialLog.stop();
       // The admin listener has nothing left to answer: a probe or scrape still on it (or a client that stopped reading
       // its answer) is cut off rather than waited for.
       await closeNow(admin);

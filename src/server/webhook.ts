@@ -266,11 +266,18 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     metrics.refused(status, reason);
     logger.warn({ status, reason: message }, 'rejected admission request');
   };
+  const notFound = (request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    const refusal = new Refusal(404, `no route for ${request.method.slice(0, 16)} ${oneLine(request.raw.url ?? '').slice(0, 256)}: POST AdmissionReviews to /`, 'not_found');
+    refuse(refusal);
+    return sendText(reply, 404, `${refusal.message}\n`, true);
+  };
   const common = {
     ...fastifyOptions(limits, (code) => {
       const refusal = clientErrorRefusal(code, limits.maxHeaderBytes);
       if (refusal) refuse(refusal);
     }),
+    // A path that cannot be decoded (`/%zz`) names no route either; fastify would answer it 400 itself, uncounted and unlogged.
+    frameworkErrors: (_error: FastifyError, request: FastifyRequest, reply: FastifyReply) => notFound(request, reply),
     bodyLimit: limits.maxBodyBytes,
     maxRequestsPerSocket: limits.maxRequestsPerSocket,
     // Once closing, a request on a connection that is still open gets 503 and `Connection: close`: it goes elsewhere.
@@ -316,11 +323,7 @@ export function buildWebhookApp(options: WebhookOptions): WebhookApp {
     return sendText(reply, 500, 'internal error while answering the request\n', true);
   });
 
-  app.setNotFoundHandler((request, reply) => {
-    const refusal = new Refusal(404, `no route for ${request.method.slice(0, 16)} ${oneLine(request.url).slice(0, 256)}: POST AdmissionReviews to /`, 'not_found');
-    refuse(refusal);
-    return sendText(reply, 404, `${refusal.message}\n`, true);
-  });
+  app.setNotFoundHandler((request, reply) => notFound(request, reply));
 
   /**
    * Every request is charged what its body holds as it arrives (see readBody), and gives it back when its answer is

@@ -5,6 +5,7 @@ import {
   SourceUnavailableError,
   boundedWarnings,
   handleAdmission,
+  injectionDenial,
   parseReview,
   ReviewError,
   type AdmissionRequest,
@@ -352,5 +353,40 @@ describe('boundedWarnings', () => {
     expect(bounded).toHaveLength(11);
     expect(bounded.slice(0, 10).every((w) => w.length === 240 && w.endsWith('...'))).toBe(true);
     expect(bounded[10]).toBe('and 2 more');
+  });
+});
+
+describe('injectionDenial', () => {
+  const withoutAnchors = testConfig((v) => (v.identityTrustAnchorsPEM = ''));
+  /** What an admission of a pod that asks for injection gets under `source`: the failure it is denied with, if any. */
+  const deniedWith = async (source: AdmissionSources) => {
+    const handled = await handleAdmission(request(enabled()), source);
+    return handled.kind === 'failed' && !handled.response.allowed ? handled.failure : undefined;
+  };
+
+  it('is nothing while pods that ask for injection are injected', async () => {
+    expect(await deniedWith(sources())).toBeUndefined();
+    expect(injectionDenial(sources())).toBeUndefined();
+  });
+
+  it('is the failure such a pod is denied with: no trust anchors, or no configuration loaded', async () => {
+    const anchorless = sources({ config: () => withoutAnchors });
+    expect(injectionDenial(anchorless)).toMatchObject({ code: 'MISSING_TRUST_ANCHORS' });
+    expect(injectionDenial(anchorless)).toEqual(await deniedWith(anchorless));
+    const unloaded = sources({
+      config: () => {
+        throw new SourceUnavailableError('CONFIG_NOT_LOADED', 'the Linkerd configuration is not loaded: nothing has been read yet');
+      },
+    });
+    expect(injectionDenial(unloaded)).toEqual({ code: 'CONFIG_NOT_LOADED', message: 'the Linkerd configuration is not loaded: nothing has been read yet' });
+    expect(injectionDenial(unloaded)).toEqual(await deniedWith(unloaded));
+  });
+
+  it('follows the configuration in force: denying under one, injecting again under the next', () => {
+    let current = withoutAnchors;
+    const changing = sources({ config: () => current });
+    expect(injectionDenial(changing)?.code).toBe('MISSING_TRUST_ANCHORS');
+    current = testConfig();
+    expect(injectionDenial(changing)).toBeUndefined();
   });
 });
