@@ -1,7 +1,7 @@
 /** Where the Linkerd configuration comes from, and the holder that keeps the last good one whatever the source. */
 import type { Logger } from 'pino';
 import { SourceUnavailableError } from '../admission/index.js';
-import { prepareConfig, type InjectorConfig, type LinkerdValues } from '../engine/index.js';
+import { DEFAULT_LINKERD_VERSION, linkerdVersionMismatch, prepareConfig, type InjectorConfig, type LinkerdValues } from '../engine/index.js';
 
 export interface ConfigSource {
   /** The configuration in force. Throws a SourceUnavailableError (CONFIG_NOT_LOADED) saying why when none has loaded. */
@@ -42,9 +42,11 @@ export class ConfigHolder {
       // Checked and hashed once here, not for every pod.
       this.config = prepareConfig({ values, controlPlaneNamespace: this.controlPlaneNamespace });
       this.logger.info(
-        { source, cniEnabled: values.cniEnabled, nativeSidecar: values.proxy.nativeSidecar },
+        { source, linkerdVersion: values.linkerdVersion, cniEnabled: values.cniEnabled, nativeSidecar: values.proxy.nativeSidecar },
         first ? 'loaded Linkerd configuration' : 'reloaded Linkerd configuration',
       );
+      const mismatch = linkerdVersionMismatch(values);
+      if (mismatch) this.logger.warn({ linkerdVersion: values.linkerdVersion, follows: DEFAULT_LINKERD_VERSION }, mismatch);
       if (!values.identityTrustAnchorsPEM.trim()) {
         this.logger.warn('no identity trust anchors are configured: pods that ask for injection will be denied until there are');
       }

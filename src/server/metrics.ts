@@ -1,7 +1,7 @@
 /** Prometheus metrics: Linkerd's admission counters with their labels, latency, failures, and process metrics. */
 import type { Counter, Gauge, Metric, Registry } from 'prom-client';
 import { ADMISSION_FAILURE_CODES, type AdmissionFailureCode, type HandledAdmission } from '../admission/index.js';
-import { names } from '../engine/index.js';
+import { clip, DEFAULT_LINKERD_VERSION, names } from '../engine/index.js';
 import { ConfigLabelValues, LabelSetCap, OTHER, ownerKindLabel } from './metric-labels.js';
 
 /** Linkerd's label for each proxy annotation: the text after the first "/", with "-" as "_". */
@@ -243,6 +243,8 @@ export class InjectorMetrics {
   /** The last pod scan's counts, as its gauges report them; none before the first. */
   private scan: { pods: Map<string, Partial<Record<string, number>>>; drifted: Map<string, Partial<Record<string, number>>> } | undefined;
   private registry: Promise<Registry> | undefined;
+  /** The Linkerd version the configuration in force names, if one is loaded (see reportLinkerdVersion). */
+  private linkerdVersion: () => string | undefined = () => undefined;
   /** Why every pod that asks for injection is denied now, if it is (see reportDenial). */
   private denial: () => AdmissionFailureCode | undefined = () => undefined;
 
@@ -291,6 +293,19 @@ export class InjectorMetrics {
         collect: () => {
           const now = this.denial();
           for (const code of ADMISSION_FAILURE_CODES) denying.set({ code }, code === now ? 1 : 0);
+        },
+      });
+      const mismatch: Gauge = new Gauge({
+        name: 'proxy_inject_linkerd_version_mismatch',
+        help: 'Whether the Linkerd version linkerd-config names (configured) is not the one whose injector this one follows (followed): 1, or 0 when it is.',
+        labelNames: ['configured', 'followed'],
+        registers: [registry],
+        collect: () => {
+          mismatch.reset();
+          const configured = this.linkerdVersion();
+          if (configured === undefined) return;
+          // The configuration's own text, one series at a time: clipped like any value read from the cluster.
+          mismatch.set({ configured: clip(configured, 64), followed: DEFAULT_LINKERD_VERSION }, configured === DEFAULT_LINKERD_VERSION ? 0 : 1);
         },
       });
       // Not a prom-client metric, but the shape its registry reads (see DurationHistogram).
@@ -371,6 +386,11 @@ export class InjectorMetrics {
   /** Counts a pod scan that failed; the gauges keep the last scan's counts. */
   podScanFailed(): void {
     this.podScans.inc({ result: 'failed' });
+  }
+
+  /** Reads `version` at each scrape for the gauge `proxy_inject_linkerd_version_mismatch`. */
+  reportLinkerdVersion(version: () => string | undefined): void {
+    this.linkerdVersion = version;
   }
 
   /** Reads `denial` at each scrape for the gauge `proxy_inject_denying_injection`. */

@@ -113,6 +113,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Asked of the sources admissions read, so that /ready, the gauge and the log say what admissions get.
   const denial = () => injectionDenial(options.sources);
   metrics.reportDenial(() => denial()?.code);
+  metrics.reportLinkerdVersion(() => {
+    try {
+      return options.sources.config().values.linkerdVersion;
+    } catch {
+      return undefined;
+    }
+  });
   const readiness = {
     notReadyBecause: (): string[] => [
       ...(closing ? ['shutting down'] : []),

@@ -84,6 +84,21 @@ describe('FileConfigSource', () => {
     expect(reloads).toEqual([]);
   });
 
+  it('warns, with the version, when the values name another Linkerd version than the one followed', () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    source({ values: 'linkerdVersion: edge-26.11.2\n', anchors: TRUST_ANCHORS }, logger);
+    const parsed = lines.map((l) => JSON.parse(l) as { level: number; msg: string; linkerdVersion?: string });
+    expect(parsed.find((l) => l.msg === 'loaded Linkerd configuration')).toMatchObject({ linkerdVersion: 'edge-26.11.2' });
+    expect(parsed.find((l) => l.level === 40)).toMatchObject({
+      linkerdVersion: 'edge-26.11.2',
+      msg: expect.stringMatching(/^linkerd-config names Linkerd edge-26\.11\.2, but this injector follows Linkerd /),
+    });
+    lines.length = 0;
+    source({ values: '', anchors: TRUST_ANCHORS }, logger);
+    expect(lines.filter((l) => l.includes('"level":40'))).toEqual([]);
+  });
+
   describe('trust anchors', () => {
     it('takes a bundle of two certificates', () => {
       const { s } = source({ values: '', anchors: `${TRUST_ANCHORS}${OTHER_TRUST_ANCHOR}` });

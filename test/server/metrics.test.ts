@@ -5,6 +5,7 @@ import { Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { handleAdmission, type HandledAdmission } from '../../src/admission/handler.js';
 import type { AdmissionRequest } from '../../src/admission/types.js';
+import { DEFAULT_LINKERD_VERSION } from '../../src/engine/index.js';
 import { PROXY_ANNOTATIONS } from '../../src/engine/names.js';
 import { ConfigLabelValues, FREE_FORM_VALUES_PER_LABEL, LabelSetCap, MAX_LABEL_SET_BYTES, MAX_LABEL_SETS, OTHER } from '../../src/server/metric-labels.js';
 import { InjectorMetrics } from '../../src/server/metrics.js';
@@ -262,5 +263,21 @@ describe('the admission duration histogram', () => {
     const theirs = (await registry.metrics()).split('\n').filter((l) => l.includes('proxy_inject_admission_duration_seconds'));
     expect(ours.length).toBe(2 + 2 * 17);
     expect(ours).toEqual(theirs);
+  });
+});
+
+describe('proxy_inject_linkerd_version_mismatch', () => {
+  const gauge = async (version: string | undefined) => {
+    const metrics = new InjectorMetrics({ processMetrics: false });
+    metrics.reportLinkerdVersion(() => version);
+    return series(await metrics.metrics(), 'proxy_inject_linkerd_version_mismatch');
+  };
+
+  it('is 0 for the version followed, 1 for another, and absent before a configuration loads', async () => {
+    expect(await gauge(DEFAULT_LINKERD_VERSION)).toEqual([`proxy_inject_linkerd_version_mismatch{configured="${DEFAULT_LINKERD_VERSION}",followed="${DEFAULT_LINKERD_VERSION}"} 0`]);
+    expect(await gauge('edge-26.11.2')).toEqual([`proxy_inject_linkerd_version_mismatch{configured="edge-26.11.2",followed="${DEFAULT_LINKERD_VERSION}"} 1`]);
+    expect(await gauge(undefined)).toEqual([]);
+    const [long] = await gauge('x'.repeat(10_000));
+    expect(long?.length).toBeLessThan(200);
   });
 });
