@@ -460,7 +460,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     // The proxy is rendered, so it needs trust anchors; the demo root does not change how the pod starts.
     configured = configure(opts, cwd, true);
     // The embedded defaults change how a pod starts; the demo trust root does not.
-    if (configured.warnings.some((w) => w.text === EMBEDDED_DEFAULTS_NOTE)) warnings.push(EMBEDDED_DEFAULTS_NOTE);
+    if (configured.warnings.includes(EMBEDDED_DEFAULTS_NOTE)) warnings.push(EMBEDDED_DEFAULTS_NOTE);
     if (opts['cni'] === true) configured.values.cniEnabled = true;
     flags = flagAnnotations(opts, configured.values);
     for await (const m of readDocuments(inputs, inputReader(io, cwd), warnings)) {

@@ -257,14 +257,14 @@ export function valuesFile(cwd: string, file: string): LinkerdValues {
 
 export interface Configured {
   values: LinkerdValues;
-  warnings: Check[];
+  warnings: string[];
 }
 
 /** Values (embedded or --values) with the trust anchors from --trust-anchors, the values, or the demo root. */
 export function configure(opts: ParsedOptions, cwd: string, manual: boolean): Configured {
   let values = typeof opts['values'] === 'string' ? valuesFile(cwd, opts['values']) : defaultValues();
-  const warnings: Check[] = [];
-  if (typeof opts['values'] !== 'string' && manual) warnings.push({ mark: WARN, text: EMBEDDED_DEFAULTS_NOTE });
+  const warnings: string[] = [];
+  if (typeof opts['values'] !== 'string' && manual) warnings.push(EMBEDDED_DEFAULTS_NOTE);
   const anchorsFile = opts['trust-anchors'];
   if (typeof anchorsFile === 'string') {
     const pem = readConfigFile(cwd, anchorsFile, '--trust-anchors');
@@ -285,12 +285,10 @@ export function configure(opts: ParsedOptions, cwd: string, manual: boolean): Co
     }
     values = withTrustAnchors(values, demo);
     if (manual) {
-      warnings.push({
-        mark: WARN,
-        text:
-          'no trust anchors given (--trust-anchors, or identityTrustAnchorsPEM in --values): ' +
+      warnings.push(
+        'no trust anchors given (--trust-anchors, or identityTrustAnchorsPEM in --values): ' +
           `using the demo root ${DEMO_TRUST_ANCHORS}; the injected proxies will not get a usable identity`,
-      });
+      );
     }
   }
   return { values, warnings };
@@ -336,17 +334,9 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
     throw err;
   }
   const injected = outcome.reports.some((r) => r.status === 'injected');
-  const warnings = [
-    ...flags.notes.map((text): Check => ({ mark: WARN, text })),
-    ...(injected ? configured.warnings : []),
-    ...outcome.warnings.map((text): Check => ({ mark: WARN, text })),
-  ];
-  let stderr = renderReport(warnings, outcome.reports, opts['verbose'] === true);
-  if (outcome.failed) {
-    const count = outcome.reports.filter((r) => r.status === 'failed').length;
-    stderr += `\n${count} object${count === 1 ? '' : 's'} could not be injected; nothing was written to stdout\n`;
-    return { stdout: '', stderr, code: 1 };
-  }
+  const warnings = [...flags.notes, ...(injected ? configured.warnings : []), ...outcome.warnings];
+  const stderr = renderReport('inject', warnings, outcome.reports, opts['verbose'] === true);
+  if (outcome.failed) return { stdout: '', stderr, code: 1 };
   return outputResult(outcome.output, stderr);
 }
 

@@ -484,9 +484,11 @@ function renderJson(objects: readonly unknown[]): string {
 // ---------------------------------------------------------------------------------------------------------------
 // Transforming documents
 
-/** A report that can say where its object is: `FILE:LINE: document N, items[K]`. */
+/** A report that can say where its object is: `FILE:LINE: document N, items[K]`, and which file it is in. */
 export interface Located {
   where?: string;
+  /** Set only when the input is a directory or several arguments, where the lines would not say it otherwise. */
+  file?: string;
 }
 
 /** What a command does to one object: operations relative to the object, and how to report it. */
@@ -536,7 +538,7 @@ function keepLastOfDuplicates(doc: Document): void {
  * Runs `change` on the document's object (each item of a List) and returns the edits to make; null items of a List
  * are dropped, as they hold no object.
  */
-function editsOf<R extends Located>(m: Manifest, change: (object: unknown) => ObjectChange<R>, outcome: TransformOutcome<R>): Edit[] {
+function editsOf<R extends Located>(m: Manifest, change: (object: unknown) => ObjectChange<R>, outcome: TransformOutcome<R>, named: boolean): Edit[] {
   const where = (item?: number): string => {
     if (item === undefined) return `${m.source}:${m.line}: document ${m.index}`;
     const at = itemOffset(m, item);
@@ -547,6 +549,7 @@ function editsOf<R extends Located>(m: Manifest, change: (object: unknown) => Ob
   const run = (object: unknown, base: string[], at: string): void => {
     const c = change(object);
     c.report.where = at;
+    if (named) c.report.file = m.source;
     outcome.reports.push(c.report);
     if (c.failed) outcome.failed = true;
     else if (c.ops.length > 0) edits.push({ ops: c.ops, base });
@@ -710,7 +713,8 @@ export async function transformInputs<R extends Located>(
   const splicer = new Splicer(YAML_OPTIONS, STRING_OPTIONS);
   for await (const m of readDocuments(args, io, outcome.warnings)) {
     notTooDeep(m, () => {
-      const edits = editsOf(m, change, outcome);
+      // A file is named when it is not the one argument given: found in a directory, or one of several.
+      const edits = editsOf(m, change, outcome, args.length > 1 || m.source !== args[0]);
       if (outcome.failed) return; // the rest is still checked and reported, but nothing will be written
       const first = pieces.length === 0;
       if (format === 'json') objects.push(edits.length > 0 ? editedValue(m, edits, outcome) : m.value);
