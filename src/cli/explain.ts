@@ -4,6 +4,7 @@
  * what may go wrong at start-up, with the fix.
  */
 import {
+  ignoredAnnotation,
   isEngineError,
   iptablesPlan,
   inject,
@@ -48,6 +49,14 @@ export interface StartupStep {
   iptables?: IptablesPlan;
 }
 
+/** One reason of a decision; `ignored` lists the pod template's configuration annotations whose values were ignored. */
+interface Reason {
+  code: string;
+  text: string;
+  fix?: string;
+  ignored?: string[];
+}
+
 /** What `explain` says about one object; `--output json` prints these. */
 export interface Explanation {
   source: string;
@@ -57,7 +66,7 @@ export interface Explanation {
   decision: {
     outcome: InjectionResult['outcome'];
     /** Why, as sentences: the reasons not to inject, or what asked for injection. */
-    reasons: Array<{ code: string; text: string; fix?: string }>;
+    reasons: Reason[];
     annotationAt: InjectionResult['annotationAt'];
   };
   /** How the injected pod starts; empty when it is not injected. */
@@ -353,17 +362,19 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
 }
 
 /** What asked for injection, in words. */
-function whyInjected(
-  result: InjectionResult,
-  own: Record<string, string>,
-  ns: Record<string, string>,
-): Array<{ code: string; text: string }> {
+function whyInjected(result: InjectionResult, own: Record<string, string>, ns: Record<string, string>): Reason[] {
   const where = result.annotationAt === 'namespace' ? 'the namespace' : 'the pod template';
   const value = result.annotationAt === 'namespace' ? ns[INJECT_ANNOTATION] : own[INJECT_ANNOTATION];
   const mode = result.proxy;
-  const out = [{ code: 'inject_annotation', text: `${INJECT_ANNOTATION}: ${value ?? 'enabled'} on ${where}` }];
-  const config = Object.entries(result.workloadConfiguration).map(([k, v]) => `${k}: ${v}`);
-  if (config.length > 0) out.push({ code: 'workload_configuration', text: `configured by the pod template: ${config.join(', ')}` });
+  const out: Reason[] = [{ code: 'inject_annotation', text: `${INJECT_ANNOTATION}: ${value ?? 'enabled'} on ${where}` }];
+  // A value the engine ignored configures nothing: said so here, as the warnings below the report say why.
+  const ignored = Object.entries(result.workloadConfiguration)
+    .filter(([k, v]) => ignoredAnnotation(result.warnings, k, v))
+    .map(([k]) => k);
+  const config = Object.entries(result.workloadConfiguration).map(([k, v]) => `${k}: ${v}${ignored.includes(k) ? ' (ignored)' : ''}`);
+  if (config.length > 0) {
+    out.push({ code: 'workload_configuration', text: `configured by the pod template: ${config.join(', ')}`, ...(ignored.length > 0 && { ignored }) });
+  }
   if (mode) {
     const how = mode.nativeSidecar
       ? 'native sidecar'
@@ -384,7 +395,7 @@ export function renderExplanations(list: readonly Explanation[]): string {
     const verdict = e.decision.outcome === 'injected' ? 'injected' : 'not injected';
     out.push(`  decision: ${verdict}`);
     for (const r of e.decision.reasons) {
-      out.push(`    ${r.code === 'udp_ports_enabled' ? '‼' : MARK[e.decision.outcome]} ${r.text}`);
+      out.push(`    ${r.code === 'udp_ports_enabled' || r.ignored ? '‼' : MARK[e.decision.outcome]} ${r.text}`);
       if (r.fix) out.push(`      fix: ${r.fix}`);
     }
     if (e.startup.length > 0) {

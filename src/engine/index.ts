@@ -25,6 +25,7 @@ export { escapePointer } from './patch.js';
 export type { AddOperation } from './patch.js';
 export { WORKLOAD_KINDS, locate, templatePrefix } from './workload.js';
 export { podDrift, type DocumentedDifference, type Drift, type DriftKind, type DriftRequest, type DriftVerdict } from './drift.js';
+export { ignoredAnnotation } from './overrides.js';
 export { uninject, type RemoveOperation, type Removed, type Uninjected, type UninjectOptions } from './uninject.js';
 export type { WorkloadKind } from './workload.js';
 export * as names from './names.js';
