@@ -31,7 +31,7 @@ import {
 } from '../engine/index.js';
 import { failure, runOnProcess, UsageError, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { annotationsFor, flagAnnotations, parseManifestArgs, podSecurityFlags, type FlagAnnotations, type ParsedOptions } from './inject-flags.js';
-import { annotationOps, configure, EMBEDDED_DEFAULTS_NOTE, notAnObjectText, type Configured } from './inject.js';
+import { annotationOps, configure, EMBEDDED_DEFAULTS_NOTE, noContainersText, notAnObjectText, type Configured } from './inject.js';
 import { applyToValue, InputError, listItems, readDocuments } from '../manifests/index.js';
 import { inputReader } from './remote-inputs.js';
 
@@ -338,6 +338,8 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
     return explanation;
   }
   explanation.decision.reasons = whyInjected(result, own, namespaceAnnotations);
+  const empty = noContainersText(kind, template);
+  if (empty !== undefined) explanation.warnings.push(empty);
   if (result.udp) {
     explanation.decision.reasons.push({ code: 'udp_ports_enabled', text: 'the pod declares UDP ports: UDP traffic does not go through the proxy' });
   }

@@ -26,8 +26,10 @@ import {
   isWorkloadKind,
   names,
   objectName,
+  objectsIn,
   stringMap,
   type Json,
+  type PodTemplate,
 } from '../engine/index.js';
 import {
   INJECT_HELP,
@@ -128,6 +130,18 @@ export function notAnObjectText(value: unknown): string {
   return `not a Kubernetes object (${what})`;
 }
 
+/**
+ * Why a pod template without containers of its own is no pod to inject: injected, it would run the proxy alone, and
+ * the API server would accept it, where it refuses the pod without containers as written (a `spec` mis-indented, or
+ * left out by a template that was not rendered).
+ */
+export function noContainersText(kind: string, template: PodTemplate): string | undefined {
+  const spec = isObject(template.spec) ? template.spec : undefined;
+  if (objectsIn(spec?.containers).length > 0) return undefined;
+  const what = kind === 'pod' ? 'the pod' : 'the pod template';
+  return `${what} has no ${spec ? 'containers' : 'spec'}: injected, it would run the proxy alone; give it its containers`;
+}
+
 function checksOf(result: InjectionResult): Check[] {
   return CHECKS.map(({ code, pass }): Check => {
     if (code === 'udp') {
@@ -219,6 +233,10 @@ export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectR
   ];
   const hard = result.reasons.filter((r) => HARD_REASONS.has(r.code));
   if (hard.length > 0) return fail(hard.map((r) => r.text).join(', '), checks);
+  // Refused with --manual, which would write the proxy-only pod out; only said when just the annotation is added.
+  const empty = noContainersText(kind, template);
+  if (empty !== undefined && s.manual) return fail(empty, checks);
+  if (empty !== undefined) checks.push({ mark: WARN, text: empty });
   report.checks = checks;
   ops.push(...templateOps);
   if (!s.manual) return done('annotated', listed({ [INJECT_ANNOTATION]: injectValue, ...requested }));

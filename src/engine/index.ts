@@ -30,7 +30,7 @@ export { uninject, type RemoveOperation, type Removed, type Uninjected, type Uni
 export type { WorkloadKind } from './workload.js';
 export * as names from './names.js';
 export { copyPlain, isObject, objectsIn, selects, setOwn } from './k8s.js';
-export type { Container, Json, LabelSelector, PodSpec } from './k8s.js';
+export type { Container, Json, LabelSelector, PodSpec, PodTemplate } from './k8s.js';
 export { isWorkloadKind, mapValue, misplacedText, objectName, stringMap, templateAnnotationsPath } from './workload.js';
 export { addMapEntries } from './patch.js';
 export { clip, compareCodeUnits, lineAt, oneLine } from './text.js';

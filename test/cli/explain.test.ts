@@ -323,6 +323,12 @@ spec:
     expect(fine.stdout).toContain('    √ configured by the pod template: config.linkerd.io/proxy-memory-limit: 2Gi, config.linkerd.io/proxy-memory-request: 1Gi\n');
   });
 
+  it('a pod without a spec is explained injected, with the warning that it would run the proxy alone', async () => {
+    const [e] = await explain('apiVersion: v1\nkind: Pod\nmetadata:\n  name: bare\n  annotations:\n    linkerd.io/inject: enabled\n');
+    expect(e?.decision.outcome).toBe('injected');
+    expect(e?.warnings).toContain('the pod has no spec: injected, it would run the proxy alone; give it its containers');
+  });
+
   it('input without workloads, bad flags and bad input are reported', async () => {
     const none = await runExplain([...ANCHORS, '-'], { stdin: 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n' });
     expect(none).toEqual({ stdout: '', stderr: `proxy-injector explain: ${EMBEDDED_DEFAULTS_NOTE}\nproxy-injector explain: no pods or workloads in the input\n`, code: 0 });

@@ -366,6 +366,19 @@ describe('what is injected and what is not', () => {
     expect(result.stderr).toContain('deployment "d" not injected: Deployment d has no pod template at spec.template');
   });
 
+  it('a Pod without a spec, or a template without containers, is refused by --manual and warned of otherwise: it would run the proxy alone', async () => {
+    const bare = 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: bare\n';
+    const manual = await injectText(bare, '--manual', ...ANCHORS);
+    expect(manual).toMatchObject({ code: 1, stdout: '' });
+    expect(manual.stderr).toContain('pod "bare" not injected: the pod has no spec: injected, it would run the proxy alone; give it its containers\n');
+    const annotated = await injectText(bare);
+    expect(annotated.code).toBe(0);
+    expect(annotated.stderr).toBe('pod "bare" annotated: linkerd.io/inject: enabled\n  ‼ the pod has no spec: injected, it would run the proxy alone; give it its containers\n');
+    const empty = DEPLOYMENT.replace(/ {6}containers:[\s\S]*$/, '      containers: []\n');
+    expect((await injectText(empty, '--manual', ...ANCHORS)).stderr).toContain('deployment "web" not injected: the pod template has no containers: ');
+    expect((await injectText(empty)).stderr).toContain('  ‼ the pod template has no containers: ');
+  });
+
   it('documents without a kind pass through; empty documents are dropped; non-objects are invalid', async () => {
     const ok = await injectText('---\nfoo: bar\n---\n---\n# only a comment\n');
     expect(ok).toEqual({ code: 0, stdout: '---\nfoo: bar\n', stderr: 'document without a kind unchanged\n' });
