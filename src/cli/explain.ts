@@ -29,7 +29,7 @@ import {
   type Container,
   type PodSpec,
 } from '../engine/index.js';
-import { failure, runOnProcess, UsageError, usageFailure, type CliIo, type CliResult } from './command-io.js';
+import { inputFailure, runOnProcess, UsageError, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { annotationsFor, flagAnnotations, parseManifestArgs, podSecurityFlags, type FlagAnnotations, type ParsedOptions } from './inject-flags.js';
 import { annotationOps, configure, EMBEDDED_DEFAULTS_NOTE, noContainersText, notAnObjectText, type Configured } from './inject.js';
 import { applyToValue, InputError, listItems, readDocuments } from '../manifests/index.js';
@@ -481,7 +481,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     }
   } catch (err) {
     if (err instanceof UsageError) return usageFailure('explain', err.message, EXPLAIN_HELP);
-    if (err instanceof InputError || isEngineError(err)) return failure('explain', err.message);
+    if (err instanceof InputError || isEngineError(err)) return inputFailure('explain', err);
     throw err;
   }
 

@@ -41,6 +41,7 @@ import {
 } from './inject-flags.js';
 import {
   failure,
+  inputFailure,
   outputFormat,
   outputResult,
   runOnProcess,
@@ -348,7 +349,7 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
   try {
     outcome = await transformInputs(inputs, inputReader(io, cwd), format, (object) => injectObject(object, settings));
   } catch (err) {
-    if (err instanceof InputError) return failure('inject', err.message);
+    if (err instanceof InputError) return inputFailure('inject', err);
     throw err;
   }
   const injected = outcome.reports.some((r) => r.status === 'injected');

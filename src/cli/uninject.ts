@@ -2,7 +2,7 @@
 import { defaultValues, isEngineError, isObject, objectName, uninject, type Removed } from '../engine/index.js';
 import { UsageError } from './command-io.js';
 import { notAnObject, valuesFile } from './inject.js';
-import { failure, outputFormat, outputResult, parseCommandArgs, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
+import { inputFailure, outputFormat, outputResult, parseCommandArgs, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { InputError, transformInputs, type ObjectChange, type OutputFormat } from '../manifests/index.js';
 import { inputReader } from './remote-inputs.js';
 import { OK, renderReport, type Check, type ObjectReport } from './report.js';
@@ -88,7 +88,7 @@ export async function runUninject(argv: readonly string[], io: CliIo = {}): Prom
     if (outcome.failed) return { stdout: '', stderr, code: 1 };
     return outputResult(outcome.output, stderr);
   } catch (err) {
-    if (err instanceof InputError || isEngineError(err)) return failure('uninject', err.message);
+    if (err instanceof InputError || isEngineError(err)) return inputFailure('uninject', err);
     throw err;
   }
 }

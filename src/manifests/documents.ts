@@ -25,6 +25,7 @@ import { pathProblemText } from './paths.js';
 import { Declined, FastReader, type FastBlock, type FastDocument } from './fast-yaml.js';
 import { applyToValue, documentPatcher, sameValue, type PatchOp } from './yaml-patch.js';
 import { Splicer, type Edit } from './yaml-splice.js';
+import { templateAt, templateRefused } from './templates.js';
 
 /** Extensions read from a directory; files named on the command line are read whatever their name. */
 const MANIFEST_EXTENSIONS = ['.yaml', '.yml', '.json'];
@@ -44,6 +45,9 @@ export const YAML_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
 export class InputError extends Error {
   override readonly name = 'InputError';
 }
+
+/** A Go template (a Helm chart's file) where a manifest was expected: the command says what to run instead. */
+export class TemplateError extends InputError {}
 
 /** One document of the input, with where it came from. */
 export interface Manifest {
@@ -320,7 +324,12 @@ function* composed(text: string, offset: number, c: Composing): Generator<Manife
     counter.index += 1;
     const index = counter.index;
     const segment = text.slice(start, end);
-    start = end;
+    // Only here: the fast reader declines every document in which YAML reads `{{` as two flow maps.
+    const template = templateAt(segment);
+    const templateError = (): TemplateError => {
+      const what = 'this is a Helm or Go template, not a manifest: YAML would read its {{ ... }} as nested maps';
+      return new TemplateError(`${source}:${lineOf(start + template)}: ${what}`);
+    };
     let duplicates = false;
     for (const problem of doc.errors) {
       const line = lineOf(problem.pos[0]);
@@ -330,6 +339,7 @@ function* composed(text: string, offset: number, c: Composing): Generator<Manife
         warnings.push(`${source}:${line}: duplicate key ${JSON.stringify(key)} in document ${index}: the last value is used, as kubectl does`);
         continue;
       }
+      if (template >= 0) throw templateError();
       // The message repeats the position ("at line 6, column 1:") and adds a code frame; FILE:LINE says it already.
       const message = (problem.message.split('\n')[0] ?? '').replace(LINE_OF_POSITION, '');
       throw new InputError(`${source}:${line}: invalid YAML: ${tooDeep(message) ? NESTED_TOO_DEEPLY : message || 'unknown error'}`);
@@ -344,6 +354,8 @@ function* composed(text: string, offset: number, c: Composing): Generator<Manife
       const message = (err as Error).message;
       throw new InputError(`${source}: document ${index}: invalid YAML: ${tooDeep(message) ? NESTED_TOO_DEEPLY : message}`);
     }
+    if (template >= 0 && templateRefused(value)) throw templateError();
+    start = end;
     if (value === null || value === undefined) return;
     keepTrailingComment(doc, text);
     let layout: ToStringOptions | undefined;
