@@ -77,6 +77,10 @@ export interface Manifest {
   style: () => ToStringOptions;
   /** How the source ended its lines and began, which its output keeps (see asRead); absent for LF and no BOM. */
   asRead?: SourceForm;
+  /** The text of documents that hold nothing (a `---` and comments) right before this one, written back before it. */
+  before?: string;
+  /** The same after the source's last document that holds something, written back after it: a file's last `---`. */
+  after?: string;
 }
 
 /** Line ends and a byte-order mark the source had: read without them, written back with them. */
@@ -276,9 +280,22 @@ export function* manifestsOf(text: string, source: string, warnings: string[], o
   const reader = options.fast && starts ? new FastReader(YAML_OPTIONS) : undefined;
   const counter = { index: 0 };
   const bounds = starts ?? [0];
-  for (let k = 0; k < bounds.length; k += 1) {
+  // Documents of nothing but a marker and comments (a file ending in `---`) hold no object, but their text is written
+  // back: before the next document, or after the last one that holds something.
+  const holds = (k: number): boolean => !starts || hasContent(text.slice(bounds[k], bounds[k + 1] ?? text.length));
+  let last = bounds.length - 1;
+  while (last > 0 && !holds(last)) last -= 1;
+  let before = '';
+  for (let k = 0; k <= last; k += 1) {
     const from = bounds[k]!;
     const to = bounds[k + 1] ?? text.length;
+    if (!holds(k)) {
+      counter.index += 1;
+      before += text.slice(from, to);
+      continue;
+    }
+    const kept = { ...(before !== '' && { before }), ...(k === last && starts && to < text.length && { after: text.slice(to) }) };
+    before = '';
     const fast = reader?.read(text, from, to);
     if (fast === null) {
       counter.index += 1;
@@ -288,6 +305,7 @@ export function* manifestsOf(text: string, source: string, warnings: string[], o
       counter.index += 1;
       let layout: ToStringOptions | undefined;
       yield {
+        ...kept,
         source,
         index: counter.index,
         line: lineOf(fast.root.start),
@@ -302,8 +320,15 @@ export function* manifestsOf(text: string, source: string, warnings: string[], o
       };
       continue;
     }
-    yield* composed(text.slice(from, to), from, { source, json, lineOf, warnings, counter, padding: flowPaddingOf });
+    for (const m of composed(text.slice(from, to), from, { source, json, lineOf, warnings, counter, padding: flowPaddingOf })) {
+      yield Object.assign(m, kept);
+    }
   }
+}
+
+/** Whether a document's text holds more than its `---` marker, comments and blank lines. */
+function hasContent(segment: string): boolean {
+  return /^[ \t]*[^\s#]/m.test(segment.startsWith('---') ? segment.slice(3) : segment);
 }
 
 interface Composing {
@@ -723,14 +748,21 @@ export async function transformInputs<R extends Located>(
   const pieces: string[] = [];
   const objects: unknown[] = [];
   const splicer = new Splicer(YAML_OPTIONS, STRING_OPTIONS);
+  // A file that ends in `---` opened a document the next one's text goes into, without a marker of its own.
+  let opened = false;
   for await (const m of readDocuments(args, io, outcome.warnings)) {
     notTooDeep(m, () => {
       // A file is named when it is not the one argument given: found in a directory, or one of several.
       const edits = editsOf(m, change, outcome, args.length > 1 || m.source !== args[0]);
       if (outcome.failed) return; // the rest is still checked and reported, but nothing will be written
-      const first = pieces.length === 0;
-      if (format === 'json') objects.push(edits.length > 0 ? editedValue(m, edits, outcome) : m.value);
-      else pieces.push(asRead(edits.length > 0 ? editedText(m, edits, outcome, first, splicer) : renderDocument(m, false, first), m));
+      const first = pieces.length === 0 || opened;
+      if (format === 'json') {
+        objects.push(edits.length > 0 ? editedValue(m, edits, outcome) : m.value);
+        return;
+      }
+      const text = edits.length > 0 ? editedText(m, edits, outcome, first, splicer) : renderDocument(m, false, first);
+      pieces.push(asRead(`${m.before ?? ''}${text}${m.after ?? ''}`, m));
+      opened = /^---/m.test(m.after ?? '');
     });
   }
   if (!outcome.failed) outcome.output = format === 'json' ? [renderJson(objects)] : pieces;

@@ -379,9 +379,9 @@ describe('what is injected and what is not', () => {
     expect((await injectText(empty)).stderr).toContain('  ‼ the pod template has no containers: ');
   });
 
-  it('documents without a kind pass through; empty documents are dropped; non-objects are invalid', async () => {
+  it('documents without a kind pass through; empty documents are kept as written; non-objects are invalid', async () => {
     const ok = await injectText('---\nfoo: bar\n---\n---\n# only a comment\n');
-    expect(ok).toEqual({ code: 0, stdout: '---\nfoo: bar\n', stderr: 'document without a kind unchanged\n' });
+    expect(ok).toEqual({ code: 0, stdout: '---\nfoo: bar\n---\n---\n# only a comment\n', stderr: 'document without a kind unchanged\n' });
     expect(await injectText('- a\n- b\n')).toMatchObject({ code: 1, stdout: '' });
   });
 
