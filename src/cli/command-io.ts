@@ -1,6 +1,6 @@
 /** What the manifest commands share: how they are given stdin and a directory, and how they report failure. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import type { OutputFormat } from '../manifests/index.js';
+import { TemplateError, type OutputFormat } from '../manifests/index.js';
 
 /** A command line the command cannot take: said with the usage, exit 2. */
 export class UsageError extends Error {
@@ -113,6 +113,12 @@ export function parseCommandArgs<T extends ParseArgsConfig>(config: T): ReturnTy
 
 export function failure(command: string, message: string): CliResult {
   return { stdout: '', stderr: `proxy-injector ${command}: ${message}\n`, code: 1 };
+}
+
+/** A failure to read the input; a template's says what to run instead, with this command. */
+export function inputFailure(command: string, err: Error): CliResult {
+  const hint = err instanceof TemplateError ? `; render it first, as in: helm template <chart> | proxy-injector ${command} -` : '';
+  return failure(command, err.message + hint);
 }
 
 export function stdinReader(io: CliIo): () => Promise<string> {

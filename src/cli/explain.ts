@@ -4,6 +4,7 @@
  * what may go wrong at start-up, with the fix.
  */
 import {
+  ignoredAnnotation,
   isEngineError,
   iptablesPlan,
   inject,
@@ -28,9 +29,9 @@ import {
   type Container,
   type PodSpec,
 } from '../engine/index.js';
-import { failure, runOnProcess, UsageError, usageFailure, type CliIo, type CliResult } from './command-io.js';
+import { inputFailure, runOnProcess, UsageError, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { annotationsFor, flagAnnotations, parseManifestArgs, podSecurityFlags, type FlagAnnotations, type ParsedOptions } from './inject-flags.js';
-import { annotationOps, configure, EMBEDDED_DEFAULTS_NOTE, notAnObjectText, type Configured } from './inject.js';
+import { annotationOps, configure, EMBEDDED_DEFAULTS_NOTE, noContainersText, notAnObjectText, type Configured } from './inject.js';
 import { applyToValue, InputError, listItems, readDocuments } from '../manifests/index.js';
 import { inputReader } from './remote-inputs.js';
 
@@ -48,6 +49,14 @@ export interface StartupStep {
   iptables?: IptablesPlan;
 }
 
+/** One reason of a decision; `ignored` lists the pod template's configuration annotations whose values were ignored. */
+interface Reason {
+  code: string;
+  text: string;
+  fix?: string;
+  ignored?: string[];
+}
+
 /** What `explain` says about one object; `--output json` prints these. */
 export interface Explanation {
   source: string;
@@ -57,7 +66,7 @@ export interface Explanation {
   decision: {
     outcome: InjectionResult['outcome'];
     /** Why, as sentences: the reasons not to inject, or what asked for injection. */
-    reasons: Array<{ code: string; text: string; fix?: string }>;
+    reasons: Reason[];
     annotationAt: InjectionResult['annotationAt'];
   };
   /** How the injected pod starts; empty when it is not injected. */
@@ -329,6 +338,8 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
     return explanation;
   }
   explanation.decision.reasons = whyInjected(result, own, namespaceAnnotations);
+  const empty = noContainersText(kind, template);
+  if (empty !== undefined) explanation.warnings.push(empty);
   if (result.udp) {
     explanation.decision.reasons.push({ code: 'udp_ports_enabled', text: 'the pod declares UDP ports: UDP traffic does not go through the proxy' });
   }
@@ -353,17 +364,19 @@ export function explainObject(object: unknown, source: string, s: ExplainSetting
 }
 
 /** What asked for injection, in words. */
-function whyInjected(
-  result: InjectionResult,
-  own: Record<string, string>,
-  ns: Record<string, string>,
-): Array<{ code: string; text: string }> {
+function whyInjected(result: InjectionResult, own: Record<string, string>, ns: Record<string, string>): Reason[] {
   const where = result.annotationAt === 'namespace' ? 'the namespace' : 'the pod template';
   const value = result.annotationAt === 'namespace' ? ns[INJECT_ANNOTATION] : own[INJECT_ANNOTATION];
   const mode = result.proxy;
-  const out = [{ code: 'inject_annotation', text: `${INJECT_ANNOTATION}: ${value ?? 'enabled'} on ${where}` }];
-  const config = Object.entries(result.workloadConfiguration).map(([k, v]) => `${k}: ${v}`);
-  if (config.length > 0) out.push({ code: 'workload_configuration', text: `configured by the pod template: ${config.join(', ')}` });
+  const out: Reason[] = [{ code: 'inject_annotation', text: `${INJECT_ANNOTATION}: ${value ?? 'enabled'} on ${where}` }];
+  // A value the engine ignored configures nothing: said so here, as the warnings below the report say why.
+  const ignored = Object.entries(result.workloadConfiguration)
+    .filter(([k, v]) => ignoredAnnotation(result.warnings, k, v))
+    .map(([k]) => k);
+  const config = Object.entries(result.workloadConfiguration).map(([k, v]) => `${k}: ${v}${ignored.includes(k) ? ' (ignored)' : ''}`);
+  if (config.length > 0) {
+    out.push({ code: 'workload_configuration', text: `configured by the pod template: ${config.join(', ')}`, ...(ignored.length > 0 && { ignored }) });
+  }
   if (mode) {
     const how = mode.nativeSidecar
       ? 'native sidecar'
@@ -384,7 +397,7 @@ export function renderExplanations(list: readonly Explanation[]): string {
     const verdict = e.decision.outcome === 'injected' ? 'injected' : 'not injected';
     out.push(`  decision: ${verdict}`);
     for (const r of e.decision.reasons) {
-      out.push(`    ${r.code === 'udp_ports_enabled' ? '‼' : MARK[e.decision.outcome]} ${r.text}`);
+      out.push(`    ${r.code === 'udp_ports_enabled' || r.ignored ? '‼' : MARK[e.decision.outcome]} ${r.text}`);
       if (r.fix) out.push(`      fix: ${r.fix}`);
     }
     if (e.startup.length > 0) {
@@ -460,7 +473,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     // The proxy is rendered, so it needs trust anchors; the demo root does not change how the pod starts.
     configured = configure(opts, cwd, true);
     // The embedded defaults change how a pod starts; the demo trust root does not.
-    if (configured.warnings.some((w) => w.text === EMBEDDED_DEFAULTS_NOTE)) warnings.push(EMBEDDED_DEFAULTS_NOTE);
+    if (configured.warnings.includes(EMBEDDED_DEFAULTS_NOTE)) warnings.push(EMBEDDED_DEFAULTS_NOTE);
     if (opts['cni'] === true) configured.values.cniEnabled = true;
     flags = flagAnnotations(opts, configured.values);
     for await (const m of readDocuments(inputs, inputReader(io, cwd), warnings)) {
@@ -468,7 +481,7 @@ export async function runExplain(argv: readonly string[], io: CliIo = {}): Promi
     }
   } catch (err) {
     if (err instanceof UsageError) return usageFailure('explain', err.message, EXPLAIN_HELP);
-    if (err instanceof InputError || isEngineError(err)) return failure('explain', err.message);
+    if (err instanceof InputError || isEngineError(err)) return inputFailure('explain', err);
     throw err;
   }
 

@@ -26,8 +26,10 @@ import {
   isWorkloadKind,
   names,
   objectName,
+  objectsIn,
   stringMap,
   type Json,
+  type PodTemplate,
 } from '../engine/index.js';
 import {
   INJECT_HELP,
@@ -39,6 +41,7 @@ import {
 } from './inject-flags.js';
 import {
   failure,
+  inputFailure,
   outputFormat,
   outputResult,
   runOnProcess,
@@ -126,6 +129,18 @@ export function notAnObject(value: unknown): ObjectChange<ObjectReport> {
 export function notAnObjectText(value: unknown): string {
   const what = Array.isArray(value) ? 'a list' : ['string', 'number', 'boolean'].includes(typeof value) ? `a ${typeof value}` : 'not a map';
   return `not a Kubernetes object (${what})`;
+}
+
+/**
+ * Why a pod template without containers of its own is no pod to inject: injected, it would run the proxy alone, and
+ * the API server would accept it, where it refuses the pod without containers as written (a `spec` mis-indented, or
+ * left out by a template that was not rendered).
+ */
+export function noContainersText(kind: string, template: PodTemplate): string | undefined {
+  const spec = isObject(template.spec) ? template.spec : undefined;
+  if (objectsIn(spec?.containers).length > 0) return undefined;
+  const what = kind === 'pod' ? 'the pod' : 'the pod template';
+  return `${what} has no ${spec ? 'containers' : 'spec'}: injected, it would run the proxy alone; give it its containers`;
 }
 
 function checksOf(result: InjectionResult): Check[] {
@@ -219,6 +234,10 @@ export function injectObject(object: unknown, s: Settings): ObjectChange<ObjectR
   ];
   const hard = result.reasons.filter((r) => HARD_REASONS.has(r.code));
   if (hard.length > 0) return fail(hard.map((r) => r.text).join(', '), checks);
+  // Refused with --manual, which would write the proxy-only pod out; only said when just the annotation is added.
+  const empty = noContainersText(kind, template);
+  if (empty !== undefined && s.manual) return fail(empty, checks);
+  if (empty !== undefined) checks.push({ mark: WARN, text: empty });
   report.checks = checks;
   ops.push(...templateOps);
   if (!s.manual) return done('annotated', listed({ [INJECT_ANNOTATION]: injectValue, ...requested }));
@@ -257,14 +276,14 @@ export function valuesFile(cwd: string, file: string): LinkerdValues {
 
 export interface Configured {
   values: LinkerdValues;
-  warnings: Check[];
+  warnings: string[];
 }
 
 /** Values (embedded or --values) with the trust anchors from --trust-anchors, the values, or the demo root. */
 export function configure(opts: ParsedOptions, cwd: string, manual: boolean): Configured {
   let values = typeof opts['values'] === 'string' ? valuesFile(cwd, opts['values']) : defaultValues();
-  const warnings: Check[] = [];
-  if (typeof opts['values'] !== 'string' && manual) warnings.push({ mark: WARN, text: EMBEDDED_DEFAULTS_NOTE });
+  const warnings: string[] = [];
+  if (typeof opts['values'] !== 'string' && manual) warnings.push(EMBEDDED_DEFAULTS_NOTE);
   const anchorsFile = opts['trust-anchors'];
   if (typeof anchorsFile === 'string') {
     const pem = readConfigFile(cwd, anchorsFile, '--trust-anchors');
@@ -285,12 +304,10 @@ export function configure(opts: ParsedOptions, cwd: string, manual: boolean): Co
     }
     values = withTrustAnchors(values, demo);
     if (manual) {
-      warnings.push({
-        mark: WARN,
-        text:
-          'no trust anchors given (--trust-anchors, or identityTrustAnchorsPEM in --values): ' +
+      warnings.push(
+        'no trust anchors given (--trust-anchors, or identityTrustAnchorsPEM in --values): ' +
           `using the demo root ${DEMO_TRUST_ANCHORS}; the injected proxies will not get a usable identity`,
-      });
+      );
     }
   }
   return { values, warnings };
@@ -332,21 +349,13 @@ export async function runInject(argv: readonly string[], io: CliIo = {}): Promis
   try {
     outcome = await transformInputs(inputs, inputReader(io, cwd), format, (object) => injectObject(object, settings));
   } catch (err) {
-    if (err instanceof InputError) return failure('inject', err.message);
+    if (err instanceof InputError) return inputFailure('inject', err);
     throw err;
   }
   const injected = outcome.reports.some((r) => r.status === 'injected');
-  const warnings = [
-    ...flags.notes.map((text): Check => ({ mark: WARN, text })),
-    ...(injected ? configured.warnings : []),
-    ...outcome.warnings.map((text): Check => ({ mark: WARN, text })),
-  ];
-  let stderr = renderReport(warnings, outcome.reports, opts['verbose'] === true);
-  if (outcome.failed) {
-    const count = outcome.reports.filter((r) => r.status === 'failed').length;
-    stderr += `\n${count} object${count === 1 ? '' : 's'} could not be injected; nothing was written to stdout\n`;
-    return { stdout: '', stderr, code: 1 };
-  }
+  const warnings = [...flags.notes, ...(injected ? configured.warnings : []), ...outcome.warnings];
+  const stderr = renderReport('inject', warnings, outcome.reports, opts['verbose'] === true);
+  if (outcome.failed) return { stdout: '', stderr, code: 1 };
   return outputResult(outcome.output, stderr);
 }
 

@@ -22,6 +22,8 @@ export interface ObjectReport {
   checks: Check[];
   /** Where the object is in the input (`FILE:LINE: document N, items[K]`), named when it fails. */
   where?: string;
+  /** The file it was read from, named on each line when the input was a directory or several files. */
+  file?: string;
 }
 
 /** The checks Linkerd's manual injection makes, with the text of a pass and of a failure or warning. */
@@ -47,16 +49,37 @@ function label(r: ObjectReport): string {
   return r.kind ? `${r.kind} ${JSON.stringify(r.name || '(unnamed)')}` : 'document without a kind';
 }
 
-/** `failed` says what could not be done: `not injected` by inject, `could not be uninjected` by uninject. */
-export function renderReport(global: readonly Check[], objects: readonly ObjectReport[], verbose: boolean, failed = STATUS_TEXT.failed): string {
+/** What each command's failed objects are called, and the verb of its count of them. */
+const FAILED: Record<ReportCommand, { status: string; verb: string }> = {
+  inject: { status: STATUS_TEXT.failed, verb: 'injected' },
+  uninject: { status: 'could not be uninjected', verb: 'uninjected' },
+};
+
+export type ReportCommand = 'inject' | 'uninject';
+
+/**
+ * The stderr report. Every warning and error line (notes, warnings, a failed object, the count of failures) starts
+ * with `proxy-injector <command>:`, as the command's other errors and `explain`'s warnings do, so that each says which
+ * command spoke in a pipeline such as `inject --manual | uninject -`.
+ */
+export function renderReport(command: ReportCommand, global: readonly string[], objects: readonly ObjectReport[], verbose: boolean): string {
+  const prefix = `proxy-injector ${command}: `;
   const lines: string[] = [];
-  for (const c of global) lines.push(`${c.mark} ${c.text}`);
+  for (const text of global) lines.push(prefix + text);
   if (global.length > 0) lines.push('');
+  let failures = 0;
   for (const r of objects) {
-    const at = r.status === 'failed' && r.where ? `${r.where}: ` : '';
-    lines.push(`${at}${label(r)} ${r.status === 'failed' ? failed : STATUS_TEXT[r.status]}${r.detail ? `: ${r.detail}` : ''}`);
+    const failed = r.status === 'failed';
+    if (failed) failures += 1;
+    const where = failed ? r.where : r.file;
+    const at = `${failed ? prefix : ''}${where ? `${where}: ` : ''}`;
+    lines.push(`${at}${label(r)} ${failed ? FAILED[command].status : STATUS_TEXT[r.status]}${r.detail ? `: ${r.detail}` : ''}`);
     // Failures are in the header already; passes and failures are listed with --verbose, warnings always.
     for (const c of r.checks) if (verbose || c.mark === WARN) lines.push(`  ${c.mark} ${c.text}`);
+  }
+  if (failures > 0) {
+    const count = `${failures} object${failures === 1 ? '' : 's'} could not be ${FAILED[command].verb}`;
+    lines.push('', `${prefix}${count}; nothing was written to stdout`);
   }
   return lines.length > 0 ? `${lines.join('\n')}\n` : '';
 }

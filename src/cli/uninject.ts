@@ -2,10 +2,10 @@
 import { defaultValues, isEngineError, isObject, objectName, uninject, type Removed } from '../engine/index.js';
 import { UsageError } from './command-io.js';
 import { notAnObject, valuesFile } from './inject.js';
-import { failure, outputFormat, outputResult, parseCommandArgs, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
+import { inputFailure, outputFormat, outputResult, parseCommandArgs, runOnProcess, usageFailure, type CliIo, type CliResult } from './command-io.js';
 import { InputError, transformInputs, type ObjectChange, type OutputFormat } from '../manifests/index.js';
 import { inputReader } from './remote-inputs.js';
-import { OK, WARN, renderReport, type Check, type ObjectReport } from './report.js';
+import { OK, renderReport, type Check, type ObjectReport } from './report.js';
 
 export const UNINJECT_HELP = `Usage: proxy-injector uninject [flags] FILE|DIR|URL|- ...
 
@@ -84,12 +84,11 @@ export async function runUninject(argv: readonly string[], io: CliIo = {}): Prom
     const outcome = await transformInputs(inputs, inputReader(io, cwd), format, (object) =>
       uninjectObject(object, xtablesVolume),
     );
-    const warnings = outcome.warnings.map((text): Check => ({ mark: WARN, text }));
-    const stderr = renderReport(warnings, outcome.reports, verbose, 'could not be uninjected');
-    if (outcome.failed) return { stdout: '', stderr: `${stderr}\nnothing was written to stdout\n`, code: 1 };
+    const stderr = renderReport('uninject', outcome.warnings, outcome.reports, verbose);
+    if (outcome.failed) return { stdout: '', stderr, code: 1 };
     return outputResult(outcome.output, stderr);
   } catch (err) {
-    if (err instanceof InputError || isEngineError(err)) return failure('uninject', err.message);
+    if (err instanceof InputError || isEngineError(err)) return inputFailure('uninject', err);
     throw err;
   }
 }

@@ -47,9 +47,23 @@ export interface Overridden {
 /** Most characters of an ignored value quoted in its warning: kubectl shows 240 of a warning in all. */
 const MAX_QUOTED = 100;
 
-function ignored(warnings: string[], key: string, value: string, why: string): void {
+/** An annotation as its warnings name it: `key="value"`, a long value clipped. */
+function named(key: string, value: string): string {
   const quoted = value.length > MAX_QUOTED ? `${JSON.stringify(value.slice(0, MAX_QUOTED))}... (${value.length} characters)` : JSON.stringify(value);
-  warnings.push(`ignored annotation ${key}=${quoted}: ${why}`);
+  return `${key}=${quoted}`;
+}
+
+function ignored(warnings: string[], key: string, value: string, why: string): void {
+  warnings.push(`ignored annotation ${named(key, value)}: ${why}`);
+}
+
+/**
+ * Whether the warnings say that the annotation's whole value was ignored, alone or with the other of a request and
+ * limit pair, rather than some items of its list: the one place that knows how the warnings name an annotation.
+ */
+export function ignoredAnnotation(warnings: readonly string[], key: string, value: string): boolean {
+  const name = named(key, value);
+  return warnings.some((w) => w.startsWith('ignored annotation') && (w.includes(` ${name}: `) || w.includes(` ${name} and `)));
 }
 
 /** Items a list leaves out that get a warning each; the rest are counted in one more. */
@@ -159,7 +173,7 @@ export function applyOverrides(input: OverrideInput): Overridden {
     const request = quantityOf(pair.request);
     const limit = quantityOf(pair.limit);
     if (request === undefined || limit === undefined || !quantityLess(limit, request)) continue;
-    const given = [requestKey, limitKey].filter((k) => k in ann).map((k) => `${k}=${JSON.stringify(ann[k] ?? '')}`);
+    const given = [requestKey, limitKey].filter((k) => k in ann).map((k) => named(k, ann[k] ?? ''));
     warnings.push(
       `ignored annotation${given.length > 1 ? 's' : ''} ${given.join(' and ')}: the request ${JSON.stringify(pair.request)} ` +
         `is larger than the limit ${JSON.stringify(pair.limit)}, which the API server refuses`,

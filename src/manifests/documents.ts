@@ -25,6 +25,7 @@ import { pathProblemText } from './paths.js';
 import { Declined, FastReader, type FastBlock, type FastDocument } from './fast-yaml.js';
 import { applyToValue, documentPatcher, sameValue, type PatchOp } from './yaml-patch.js';
 import { Splicer, type Edit } from './yaml-splice.js';
+import { templateAt, templateRefused } from './templates.js';
 
 /** Extensions read from a directory; files named on the command line are read whatever their name. */
 const MANIFEST_EXTENSIONS = ['.yaml', '.yml', '.json'];
@@ -44,6 +45,9 @@ export const YAML_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
 export class InputError extends Error {
   override readonly name = 'InputError';
 }
+
+/** A Go template (a Helm chart's file) where a manifest was expected: the command says what to run instead. */
+export class TemplateError extends InputError {}
 
 /** One document of the input, with where it came from. */
 export interface Manifest {
@@ -73,6 +77,10 @@ export interface Manifest {
   style: () => ToStringOptions;
   /** How the source ended its lines and began, which its output keeps (see asRead); absent for LF and no BOM. */
   asRead?: SourceForm;
+  /** The text of documents that hold nothing (a `---` and comments) right before this one, written back before it. */
+  before?: string;
+  /** The same after the source's last document that holds something, written back after it: a file's last `---`. */
+  after?: string;
 }
 
 /** Line ends and a byte-order mark the source had: read without them, written back with them. */
@@ -272,9 +280,22 @@ export function* manifestsOf(text: string, source: string, warnings: string[], o
   const reader = options.fast && starts ? new FastReader(YAML_OPTIONS) : undefined;
   const counter = { index: 0 };
   const bounds = starts ?? [0];
-  for (let k = 0; k < bounds.length; k += 1) {
+  // Documents of nothing but a marker and comments (a file ending in `---`) hold no object, but their text is written
+  // back: before the next document, or after the last one that holds something.
+  const holds = (k: number): boolean => !starts || hasContent(text.slice(bounds[k], bounds[k + 1] ?? text.length));
+  let last = bounds.length - 1;
+  while (last > 0 && !holds(last)) last -= 1;
+  let before = '';
+  for (let k = 0; k <= last; k += 1) {
     const from = bounds[k]!;
     const to = bounds[k + 1] ?? text.length;
+    if (!holds(k)) {
+      counter.index += 1;
+      before += text.slice(from, to);
+      continue;
+    }
+    const kept = { ...(before !== '' && { before }), ...(k === last && starts && to < text.length && { after: text.slice(to) }) };
+    before = '';
     const fast = reader?.read(text, from, to);
     if (fast === null) {
       counter.index += 1;
@@ -284,6 +305,7 @@ export function* manifestsOf(text: string, source: string, warnings: string[], o
       counter.index += 1;
       let layout: ToStringOptions | undefined;
       yield {
+        ...kept,
         source,
         index: counter.index,
         line: lineOf(fast.root.start),
@@ -298,8 +320,15 @@ export function* manifestsOf(text: string, source: string, warnings: string[], o
       };
       continue;
     }
-    yield* composed(text.slice(from, to), from, { source, json, lineOf, warnings, counter, padding: flowPaddingOf });
+    for (const m of composed(text.slice(from, to), from, { source, json, lineOf, warnings, counter, padding: flowPaddingOf })) {
+      yield Object.assign(m, kept);
+    }
   }
+}
+
+/** Whether a document's text holds more than its `---` marker, comments and blank lines. */
+function hasContent(segment: string): boolean {
+  return /^[ \t]*[^\s#]/m.test(segment.startsWith('---') ? segment.slice(3) : segment);
 }
 
 interface Composing {
@@ -320,7 +349,12 @@ function* composed(text: string, offset: number, c: Composing): Generator<Manife
     counter.index += 1;
     const index = counter.index;
     const segment = text.slice(start, end);
-    start = end;
+    // Only here: the fast reader declines every document in which YAML reads `{{` as two flow maps.
+    const template = templateAt(segment);
+    const templateError = (): TemplateError => {
+      const what = 'this is a Helm or Go template, not a manifest: YAML would read its {{ ... }} as nested maps';
+      return new TemplateError(`${source}:${lineOf(start + template)}: ${what}`);
+    };
     let duplicates = false;
     for (const problem of doc.errors) {
       const line = lineOf(problem.pos[0]);
@@ -330,6 +364,7 @@ function* composed(text: string, offset: number, c: Composing): Generator<Manife
         warnings.push(`${source}:${line}: duplicate key ${JSON.stringify(key)} in document ${index}: the last value is used, as kubectl does`);
         continue;
       }
+      if (template >= 0) throw templateError();
       // The message repeats the position ("at line 6, column 1:") and adds a code frame; FILE:LINE says it already.
       const message = (problem.message.split('\n')[0] ?? '').replace(LINE_OF_POSITION, '');
       throw new InputError(`${source}:${line}: invalid YAML: ${tooDeep(message) ? NESTED_TOO_DEEPLY : message || 'unknown error'}`);
@@ -344,6 +379,8 @@ function* composed(text: string, offset: number, c: Composing): Generator<Manife
       const message = (err as Error).message;
       throw new InputError(`${source}: document ${index}: invalid YAML: ${tooDeep(message) ? NESTED_TOO_DEEPLY : message}`);
     }
+    if (template >= 0 && templateRefused(value)) throw templateError();
+    start = end;
     if (value === null || value === undefined) return;
     keepTrailingComment(doc, text);
     let layout: ToStringOptions | undefined;
@@ -484,9 +521,11 @@ function renderJson(objects: readonly unknown[]): string {
 // ---------------------------------------------------------------------------------------------------------------
 // Transforming documents
 
-/** A report that can say where its object is: `FILE:LINE: document N, items[K]`. */
+/** A report that can say where its object is: `FILE:LINE: document N, items[K]`, and which file it is in. */
 export interface Located {
   where?: string;
+  /** Set only when the input is a directory or several arguments, where the lines would not say it otherwise. */
+  file?: string;
 }
 
 /** What a command does to one object: operations relative to the object, and how to report it. */
@@ -536,7 +575,7 @@ function keepLastOfDuplicates(doc: Document): void {
  * Runs `change` on the document's object (each item of a List) and returns the edits to make; null items of a List
  * are dropped, as they hold no object.
  */
-function editsOf<R extends Located>(m: Manifest, change: (object: unknown) => ObjectChange<R>, outcome: TransformOutcome<R>): Edit[] {
+function editsOf<R extends Located>(m: Manifest, change: (object: unknown) => ObjectChange<R>, outcome: TransformOutcome<R>, named: boolean): Edit[] {
   const where = (item?: number): string => {
     if (item === undefined) return `${m.source}:${m.line}: document ${m.index}`;
     const at = itemOffset(m, item);
@@ -547,6 +586,7 @@ function editsOf<R extends Located>(m: Manifest, change: (object: unknown) => Ob
   const run = (object: unknown, base: string[], at: string): void => {
     const c = change(object);
     c.report.where = at;
+    if (named) c.report.file = m.source;
     outcome.reports.push(c.report);
     if (c.failed) outcome.failed = true;
     else if (c.ops.length > 0) edits.push({ ops: c.ops, base });
@@ -708,13 +748,21 @@ export async function transformInputs<R extends Located>(
   const pieces: string[] = [];
   const objects: unknown[] = [];
   const splicer = new Splicer(YAML_OPTIONS, STRING_OPTIONS);
+  // A file that ends in `---` opened a document the next one's text goes into, without a marker of its own.
+  let opened = false;
   for await (const m of readDocuments(args, io, outcome.warnings)) {
     notTooDeep(m, () => {
-      const edits = editsOf(m, change, outcome);
+      // A file is named when it is not the one argument given: found in a directory, or one of several.
+      const edits = editsOf(m, change, outcome, args.length > 1 || m.source !== args[0]);
       if (outcome.failed) return; // the rest is still checked and reported, but nothing will be written
-      const first = pieces.length === 0;
-      if (format === 'json') objects.push(edits.length > 0 ? editedValue(m, edits, outcome) : m.value);
-      else pieces.push(asRead(edits.length > 0 ? editedText(m, edits, outcome, first, splicer) : renderDocument(m, false, first), m));
+      const first = pieces.length === 0 || opened;
+      if (format === 'json') {
+        objects.push(edits.length > 0 ? editedValue(m, edits, outcome) : m.value);
+        return;
+      }
+      const text = edits.length > 0 ? editedText(m, edits, outcome, first, splicer) : renderDocument(m, false, first);
+      pieces.push(asRead(`${m.before ?? ''}${text}${m.after ?? ''}`, m));
+      opened = /^---/m.test(m.after ?? '');
     });
   }
   if (!outcome.failed) outcome.output = format === 'json' ? [renderJson(objects)] : pieces;

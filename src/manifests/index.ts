@@ -5,6 +5,7 @@
  */
 export {
   InputError,
+  TemplateError,
   YAML_OPTIONS,
   asRead,
   documentStarts,

@@ -224,11 +224,15 @@ class Writer {
     const text = this.text;
     if (block.entries.length === 0) decline('a map or list left empty');
     if (block.dirty) {
-      // Which entry a comment between entries goes with, in the library, depends on what the entry before it holds.
+      // Which entry a comment indented deeper than the block goes with, in the library, depends on what the entry before
+      // it holds; one at the block's column or less goes with the entry after it, as here.
       for (const e of block.entries) {
-        if (!e.fresh && e.start !== block.start && text.slice(e.gap, e.start).includes('#')) decline('a comment between changed entries');
+        if (!e.fresh && e.start !== block.start && deeperComment(text, e.gap, e.start, block.col)) {
+          decline('a comment between changed entries');
+        }
       }
-      if (this.commentAfter(block.end)) decline('a comment after a changed map or list');
+      // One indented less than the block belongs to a map around it, as the library reads it too, and stays put.
+      if (this.commentAfter(block.end, block.col)) decline('a comment after a changed map or list');
     }
     const pad = ' '.repeat(block.col);
     let out = '';
@@ -271,20 +275,36 @@ class Writer {
     return text.slice(e.start, e.end);
   }
 
-  /** Whether a comment line comes before the next content line after `offset` (a line start). */
-  private commentAfter(offset: number): boolean {
+  /**
+   * Whether a comment line comes before the next content line after `offset` (a line start); with `col`, only one
+   * indented to that column or more counts.
+   */
+  private commentAfter(offset: number, col = 0): boolean {
     const text = this.text;
     let p = offset;
     while (p < this.to) {
       let e = text.indexOf('\n', p);
       if (e < 0 || e > this.to) e = this.to;
       const line = text.slice(p, e).trim();
-      if (line.startsWith('#')) return true;
+      if (line.startsWith('#') && text.indexOf('#', p) - p >= col) return true;
       if (line !== '') return false;
       p = e + 1;
     }
     return false;
   }
+}
+
+/** Whether a comment line in text[from, to), lines of comments and blanks only, starts right of `col`. */
+function deeperComment(text: string, from: number, to: number, col: number): boolean {
+  for (let p = from; p < to; ) {
+    let e = text.indexOf('\n', p);
+    if (e < 0 || e > to) e = to;
+    let q = p;
+    while (q < e && (text[q] === ' ' || text[q] === '\t')) q += 1;
+    if (text[q] === '#' && q - p > col) return true;
+    p = e + 1;
+  }
+  return false;
 }
 
 /** Whether the line before the one holding `offset` is blank or a comment (and `offset` starts its line's content). */

@@ -55,7 +55,7 @@ describe('bad input', () => {
     symlinkSync(join(dir, 'nowhere', 'README.md'), join(walked, 'README.md'));
     const ok = await runInject([walked]);
     expect(ok.code).toBe(0);
-    expect(ok.stderr).toBe('pod "web" annotated: linkerd.io/inject: enabled\n');
+    expect(ok.stderr).toBe(`${join(walked, 'app.yaml')}: pod "web" annotated: linkerd.io/inject: enabled\n`);
     symlinkSync(join(dir, 'nowhere', 'db.yaml'), join(walked, 'db.yaml'));
     const dangling = await runInject([walked]);
     expect(dangling.code).toBe(1);
@@ -72,7 +72,10 @@ describe('bad input', () => {
     symlinkSync(join(looped, 'real', 'app.yaml'), join(looped, 'linked.yaml'));
     const result = await runInject([looped]);
     expect(result.code).toBe(0);
-    expect(result.stderr).toBe('pod "web" annotated: linkerd.io/inject: enabled\npod "web" annotated: linkerd.io/inject: enabled\n');
+    expect(result.stderr).toBe(
+      `${join(looped, 'linked.yaml')}: pod "web" annotated: linkerd.io/inject: enabled\n` +
+        `${join(looped, 'real', 'app.yaml')}: pod "web" annotated: linkerd.io/inject: enabled\n`,
+    );
     // Named on the command line, a link to a directory is walked: it is what the user asked for.
     const named = await runInject([join(looped, 'here')]);
     expect(named.code).toBe(0);

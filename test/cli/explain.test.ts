@@ -301,6 +301,34 @@ spec:
     expect(classic.stdout).toContain('  risks: none found\n');
   });
 
+  it('a configuration annotation whose value is ignored gets no check mark: it is marked ignored, as the warning below says', async () => {
+    const configured = POD.replace(
+      '    linkerd.io/inject: enabled\n',
+      '    linkerd.io/inject: enabled\n    config.linkerd.io/proxy-cpu-request: lots\n    config.linkerd.io/proxy-log-level: debug\n',
+    );
+    const result = await runExplain([...ANCHORS, '-'], { stdin: configured });
+    expect(result.stdout).toContain(
+      '    ‼ configured by the pod template: config.linkerd.io/proxy-cpu-request: lots (ignored), config.linkerd.io/proxy-log-level: debug\n',
+    );
+    expect(result.stdout).toContain('  ‼ ignored annotation config.linkerd.io/proxy-cpu-request="lots": ');
+    const [e] = await explain(configured);
+    expect(e?.decision.reasons[1]).toMatchObject({ code: 'workload_configuration', ignored: ['config.linkerd.io/proxy-cpu-request'] });
+    // A request above its limit is ignored in pairs; values that are used keep the check mark and no list.
+    const pair = POD.replace(
+      '    linkerd.io/inject: enabled\n',
+      '    linkerd.io/inject: enabled\n    config.linkerd.io/proxy-memory-request: 1Gi\n    config.linkerd.io/proxy-memory-limit: 256Mi\n',
+    );
+    expect((await explain(pair))[0]?.decision.reasons[1]?.ignored).toEqual(['config.linkerd.io/proxy-memory-limit', 'config.linkerd.io/proxy-memory-request']);
+    const fine = await runExplain([...ANCHORS, '-'], { stdin: pair.replace('256Mi', '2Gi') });
+    expect(fine.stdout).toContain('    √ configured by the pod template: config.linkerd.io/proxy-memory-limit: 2Gi, config.linkerd.io/proxy-memory-request: 1Gi\n');
+  });
+
+  it('a pod without a spec is explained injected, with the warning that it would run the proxy alone', async () => {
+    const [e] = await explain('apiVersion: v1\nkind: Pod\nmetadata:\n  name: bare\n  annotations:\n    linkerd.io/inject: enabled\n');
+    expect(e?.decision.outcome).toBe('injected');
+    expect(e?.warnings).toContain('the pod has no spec: injected, it would run the proxy alone; give it its containers');
+  });
+
   it('input without workloads, bad flags and bad input are reported', async () => {
     const none = await runExplain([...ANCHORS, '-'], { stdin: 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n' });
     expect(none).toEqual({ stdout: '', stderr: `proxy-injector explain: ${EMBEDDED_DEFAULTS_NOTE}\nproxy-injector explain: no pods or workloads in the input\n`, code: 0 });

@@ -203,7 +203,7 @@ describe("the rest of linkerd inject's flags", () => {
     expect(t.metadata.annotations['config.linkerd.io/proxy-cpu-request']).toBe('1500m');
     expect(proxyOf(t).resources).toEqual({ requests: { cpu: '1500m', memory: '64Mi' } });
     expect(envOf(proxyOf(t))['LINKERD2_PROXY_CORES_MIN']).toBe('2');
-    expect(result.stderr).toContain('‼ --proxy-cpu is deprecated: use --proxy-cpu-request\n‼ --proxy-memory is deprecated: use --proxy-memory-request\n');
+    expect(result.stderr).toContain('proxy-injector inject: --proxy-cpu is deprecated: use --proxy-cpu-request\nproxy-injector inject: --proxy-memory is deprecated: use --proxy-memory-request\n');
   });
 
   it('--disable-identity is refused as Linkerd refuses it; =false is accepted with a note', async () => {
@@ -212,14 +212,14 @@ describe("the rest of linkerd inject's flags", () => {
     expect(refused.stderr).toMatch(/^proxy-injector inject: --disable-identity is no longer supported; identity is always required\n/);
     const accepted = await injectText(DEPLOYMENT, '--disable-identity=false');
     expect(accepted.code).toBe(0);
-    expect(accepted.stderr).toContain('‼ --disable-identity=false has no effect: identity is always on\n');
+    expect(accepted.stderr).toContain('proxy-injector inject: --disable-identity=false has no effect: identity is always on\n');
   });
 
   it("Linkerd's cluster flags are accepted, each with a note that it has no effect", async () => {
     const result = await injectText(DEPLOYMENT, '--kubeconfig', 'k', '--context', 'c', '--as', 'u', '--as-group', 'g', '--api-addr', 'a:1', '--cni-namespace', 'n');
     expect(result.code).toBe(0);
     for (const name of ['kubeconfig', 'context', 'as', 'as-group', 'api-addr', 'cni-namespace']) {
-      expect(result.stderr).toContain(`‼ --${name} has no effect: this command reads no cluster\n`);
+      expect(result.stderr).toContain(`proxy-injector inject: --${name} has no effect: this command reads no cluster\n`);
     }
   });
 
@@ -347,7 +347,11 @@ describe('what is injected and what is not', () => {
     const list = JSON.stringify({ kind: 'List', items: [{ kind: 'Pod', metadata: { name: 'a' }, spec: { hostNetwork: true, containers: [] } }, { kind: 'Namespace', metadata: { name: 'b' } }] });
     const result = await injectText(list, '--manual', ...ANCHORS);
     expect(result).toMatchObject({ code: 1, stdout: '' });
-    expect(result.stderr).toBe('-:1: document 1, items[0]: pod "a" not injected: hostNetwork is enabled\nnamespace "b" annotated: linkerd.io/inject: enabled\n\n1 object could not be injected; nothing was written to stdout\n');
+    expect(result.stderr).toBe(
+      'proxy-injector inject: -:1: document 1, items[0]: pod "a" not injected: hostNetwork is enabled\n' +
+        'namespace "b" annotated: linkerd.io/inject: enabled\n\n' +
+        'proxy-injector inject: 1 object could not be injected; nothing was written to stdout\n',
+    );
   });
 
   it('control-plane components need --manual', async () => {
@@ -362,9 +366,22 @@ describe('what is injected and what is not', () => {
     expect(result.stderr).toContain('deployment "d" not injected: Deployment d has no pod template at spec.template');
   });
 
-  it('documents without a kind pass through; empty documents are dropped; non-objects are invalid', async () => {
+  it('a Pod without a spec, or a template without containers, is refused by --manual and warned of otherwise: it would run the proxy alone', async () => {
+    const bare = 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: bare\n';
+    const manual = await injectText(bare, '--manual', ...ANCHORS);
+    expect(manual).toMatchObject({ code: 1, stdout: '' });
+    expect(manual.stderr).toContain('pod "bare" not injected: the pod has no spec: injected, it would run the proxy alone; give it its containers\n');
+    const annotated = await injectText(bare);
+    expect(annotated.code).toBe(0);
+    expect(annotated.stderr).toBe('pod "bare" annotated: linkerd.io/inject: enabled\n  ‼ the pod has no spec: injected, it would run the proxy alone; give it its containers\n');
+    const empty = DEPLOYMENT.replace(/ {6}containers:[\s\S]*$/, '      containers: []\n');
+    expect((await injectText(empty, '--manual', ...ANCHORS)).stderr).toContain('deployment "web" not injected: the pod template has no containers: ');
+    expect((await injectText(empty)).stderr).toContain('  ‼ the pod template has no containers: ');
+  });
+
+  it('documents without a kind pass through; empty documents are kept as written; non-objects are invalid', async () => {
     const ok = await injectText('---\nfoo: bar\n---\n---\n# only a comment\n');
-    expect(ok).toEqual({ code: 0, stdout: '---\nfoo: bar\n', stderr: 'document without a kind unchanged\n' });
+    expect(ok).toEqual({ code: 0, stdout: '---\nfoo: bar\n---\n---\n# only a comment\n', stderr: 'document without a kind unchanged\n' });
     expect(await injectText('- a\n- b\n')).toMatchObject({ code: 1, stdout: '' });
   });
 
@@ -404,13 +421,13 @@ describe('configuration', () => {
   it('without trust anchors, --manual uses the demo root and says so; annotation-only mode does not need any', async () => {
     const manual = await injectText(DEPLOYMENT, '--manual');
     expect(manual.code).toBe(0);
-    expect(manual.stderr).toMatch(/\n‼ no trust anchors given .* examples\/trust-anchors.pem; the injected proxies will not get a usable identity\n\n/);
+    expect(manual.stderr).toMatch(/\nproxy-injector inject: no trust anchors given .* examples\/trust-anchors.pem; the injected proxies will not get a usable identity\n\n/);
     expect((await injectText(DEPLOYMENT)).stderr).not.toContain('trust anchors');
   });
 
   it('without --values, --manual says once that the embedded defaults are not what Linkerd installs; with --values it does not', async () => {
     const defaults = await injectText(DEPLOYMENT, '--manual');
-    expect(defaults.stderr.startsWith(`‼ ${EMBEDDED_DEFAULTS_NOTE}\n`)).toBe(true);
+    expect(defaults.stderr.startsWith(`proxy-injector inject: ${EMBEDDED_DEFAULTS_NOTE}\n`)).toBe(true);
     expect(defaults.stderr.split(EMBEDDED_DEFAULTS_NOTE)).toHaveLength(2);
     const dir = mkdtempSync(join(tmpdir(), 'pi-values-'));
     writeFileSync(join(dir, 'values.yaml'), 'proxy:\n  nativeSidecar: true\n');

@@ -51,7 +51,7 @@ describe('URL inputs', () => {
   it('are read in the order given, between files and stdin', async () => {
     const result = await runInject(['test/fixtures/cli/in/pod.json', `${base}/deployment.yaml`, '-'], { stdin: POD, url: { ca } });
     expect(result.code, result.stderr).toBe(0);
-    const kinds = [...result.stderr.matchAll(/^(\w+) "([^"]+)" annotated/gm)].map((m) => `${m[1]}/${m[2]}`);
+    const kinds = [...result.stderr.matchAll(/: (\w+) "([^"]+)" annotated/gm)].map((m) => `${m[1]}/${m[2]}`);
     expect(kinds).toEqual(['pod/worker', 'deployment/api', 'pod/from-stdin']);
     expect(result.stdout.match(/linkerd.io\/inject: enabled/g)).toHaveLength(3);
   });

@@ -79,4 +79,33 @@ describe('inject --manual | uninject -', () => {
     const { back } = await roundTrip(quirky);
     expect(back).toBe(quirky.replace('note: a long\n      folded note', 'note: a long folded note').replace('["sh",   "-c"]', '[ "sh", "-c" ]'));
   });
+
+  it("keeps a file's last `---`, and a document of nothing but a marker and comments, byte for byte", async () => {
+    const marked = `${DEPLOYMENT}---\n# nothing here\n---\n${DEPLOYMENT.replace(/web/g, 'api')}---\n`;
+    expect((await roundTrip(marked)).back).toBe(marked);
+    const annotated = await runInject(['-'], { stdin: marked });
+    const annotation = (app: string): string => `        app: ${app}\n      annotations:\n        linkerd.io/inject: enabled\n`;
+    expect(annotated.stdout).toBe(marked.replace('        app: web\n', annotation('web')).replace('        app: api\n', annotation('api')));
+    // A file that ends in `---` opens the document the next file's text goes into: no second marker is added.
+    const two = await runUninject(['-', '-'], { stdin: 'kind: A\n---\n' });
+    expect(two.stdout).toBe('kind: A\n---\nkind: A\n---\n');
+  });
+
+  it('keeps irregular indentation, trailing spaces and a comment indented as an outer map, byte for byte', async () => {
+    const irregular = DEPLOYMENT.replace('      app: web\n  template:', '         app: web   \n  template:')
+      .replace('        app: web\n    spec:', '        app: web\n    spec:\n      terminationGracePeriodSeconds: 30  ')
+      .replace('        image: app:1\n', '        image: app:1\n        env:\n          - name: A\n            value: "1"\n  # the claims, below the template\n  volumeClaimTemplates: []\n');
+    expect(irregular).toContain('  # the claims');
+    const { injected, back } = await roundTrip(irregular);
+    expect(injected).toContain('         app: web   \n');
+    expect(back).toBe(irregular);
+    const annotated = (await runInject(['-'], { stdin: irregular })).stdout;
+    expect(annotated).toBe(irregular.replace('      labels:\n        app: web\n', '      labels:\n        app: web\n      annotations:\n        linkerd.io/inject: enabled\n'));
+  });
+
+  it('re-indents a document the yaml library prints whole, as docs/cli.md says: here one with an anchor', async () => {
+    const anchored = DEPLOYMENT.replace('      app: web\n  template:', '         app: &app web   \n  template:');
+    const { back } = await roundTrip(anchored);
+    expect(back).toBe(anchored.replace('         app: &app web   \n', '      app: &app web\n'));
+  });
 });

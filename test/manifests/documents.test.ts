@@ -89,8 +89,8 @@ metadata: {}
         metadata: {},
       },
     ]);
-    expect(result.stderr).toContain('‼ -:4: document 1, items[0]: the item is null; it was dropped\n');
-    expect(result.stderr).toContain('‼ -:9: document 1, items[2]: the item is null; it was dropped\n');
+    expect(result.stderr).toContain('proxy-injector inject: -:4: document 1, items[0]: the item is null; it was dropped\n');
+    expect(result.stderr).toContain('proxy-injector inject: -:9: document 1, items[2]: the item is null; it was dropped\n');
     expect(result.stderr).toContain('namespace "shop" annotated');
   });
 
@@ -118,7 +118,7 @@ metadata:
     writeFileSync(join(dir, 'ns.yaml'), twice);
     const result = await runInject([join(dir, 'ns.yaml')]);
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stderr).toContain(`‼ ${join(dir, 'ns.yaml')}:5: duplicate key "name" in document 1: the last value is used, as kubectl does\n`);
+    expect(result.stderr).toContain(`proxy-injector inject: ${join(dir, 'ns.yaml')}:5: duplicate key "name" in document 1: the last value is used, as kubectl does\n`);
     expect(result.stderr).toContain('namespace "shop" annotated');
     // The edited object keeps only the value that counted, so the output says what it means.
     expect(result.stdout).toBe('apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n  labels: {team: a}\n  annotations:\n    linkerd.io/inject: enabled\n');
@@ -155,11 +155,11 @@ describe('inputs that hold nothing', () => {
       code: 0,
       stdout: '',
       stderr:
-        `‼ ${args[0]}: read 0 bytes, no Kubernetes objects in them\n` +
-        `‼ ${args[1]}: read 19 bytes, no Kubernetes objects in them\n` +
-        `‼ ${args[2]}: a directory with no *.yaml, *.yml or *.json files; nothing was read\n` +
-        `‼ ${args[3]}: a directory with no *.yaml, *.yml or *.json files; nothing was read\n` +
-        `‼ ${args[4]}: read 1 file (${join(args[4] ?? '', 'a.yaml')}), no Kubernetes objects in them\n\n`,
+        `proxy-injector inject: ${args[0]}: read 0 bytes, no Kubernetes objects in them\n` +
+        `proxy-injector inject: ${args[1]}: read 19 bytes, no Kubernetes objects in them\n` +
+        `proxy-injector inject: ${args[2]}: a directory with no *.yaml, *.yml or *.json files; nothing was read\n` +
+        `proxy-injector inject: ${args[3]}: a directory with no *.yaml, *.yml or *.json files; nothing was read\n` +
+        `proxy-injector inject: ${args[4]}: read 1 file (${join(args[4] ?? '', 'a.yaml')}), no Kubernetes objects in them\n\n`,
     });
   });
 
@@ -167,6 +167,6 @@ describe('inputs that hold nothing', () => {
     const result = await runUninject(['-', 'test/fixtures/cli/in/deployment.yaml'], { stdin: '' });
     expect(result.code).toBe(0);
     expect(result.stdout).not.toBe('');
-    expect(result.stderr).toContain('‼ stdin: read 0 bytes, no Kubernetes objects in them\n');
+    expect(result.stderr).toContain('proxy-injector uninject: stdin: read 0 bytes, no Kubernetes objects in them\n');
   });
 });

@@ -97,6 +97,7 @@ describe('the spliced output', () => {
     ['a blank line before the first container', (d: string) => d.replace('      containers:\n', '      containers:\n\n')],
     ['a comment on the template labels', (d: string) => d.replace('        app: app-1\n', '        app: app-1 # the label\n')],
     ['a comment deeper in the last container', (d: string) => d.replace('      volumes:', '          # deeper\n      volumes:')],
+    ['a comment after the volumes, indented as the spec', (d: string) => `${d}  # the spec\n`],
     ['no newline at the end', (d: string) => d.trimEnd()],
     ['an empty volumes list', (d: string) => d.replace(/ {6}volumes:\n[\s\S]*$/, '      volumes: []\n')],
   ])('is the library-printed output next to %s', async (_, edit) => {
@@ -104,6 +105,21 @@ describe('the spliced output', () => {
     const injected = await same(runInject, ['--manual', ...ANCHORS, '-'], stdin);
     await same(runInject, ['-'], stdin);
     await same(runUninject, ['-'], injected.stdout);
+  });
+
+  it.each([
+    ['a comment after the containers, indented as the template', '    # the pod\n'],
+    ['comments after the containers, at the top and then indented', '# top\n    # template\n'],
+  ])('keeps %s as written, where the library indents it as the key after it', async (_, comments) => {
+    const stdin = deployment(1, true).replace('      volumes:', `${comments}      volumes:`);
+    const flush = (text: string): string => text.replace(/^ *#/gm, '#');
+    for (const argv of [['--manual', ...ANCHORS, '-'], ['-']]) {
+      const fast = await runInject(argv, { stdin });
+      const library = await runInject(argv, { stdin, fastReader: false });
+      expect(fast.stdout).toContain(`${comments}      volumes:`);
+      expect(flush(fast.stdout)).toBe(flush(library.stdout));
+      expect((await runUninject(['-'], { stdin: fast.stdout })).stdout).toBe(stdin);
+    }
   });
 
   it('reports the same documents, items and lines when the reader takes some documents of a file and not others', async () => {
