@@ -108,4 +108,10 @@ describe('inject --manual | uninject -', () => {
     const { back } = await roundTrip(anchored);
     expect(back).toBe(anchored.replace('         app: &app web   \n', '      app: &app web\n'));
   });
+
+  it('re-indents a document whose flow map gets an entry, as docs/cli.md says', async () => {
+    const flow = DEPLOYMENT.replace('    metadata:\n      labels:\n        app: web\n', '    metadata:\n      labels: {app: web}\n').replace('  selector:\n    matchLabels:\n      app: web\n', '  selector:\n      matchLabels:\n          app: web\n');
+    const { back } = await roundTrip(flow);
+    expect(back).toBe(flow.replace('  selector:\n      matchLabels:\n          app: web\n', '  selector:\n    matchLabels:\n      app: web\n'));
+  });
 });
