@@ -4,7 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { AdmissionFailure } from '../admission/index.js';
-import { oneLine } from '../engine/index.js';
+import { clip, oneLine } from '../engine/index.js';
 
 /** Why every pod that asks for injection is denied now (injectionDenial), or undefined while they are injected. */
 export type DenialSource = () => AdmissionFailure | undefined;
@@ -14,8 +14,7 @@ const MAX_REASON = 512;
 
 /** A denial in one line: its code and the reason the API server is given. */
 export function denialText(denial: AdmissionFailure): string {
-  const reason = oneLine(denial.message);
-  return `${denial.code}: ${reason.length > MAX_REASON ? `${reason.slice(0, MAX_REASON)}...` : reason}`;
+  return `${denial.code}: ${clip(oneLine(denial.message), MAX_REASON)}`;
 }
 
 export interface DenialLogOptions {
