@@ -46,6 +46,15 @@ export function fences(text: string): Fence[] {
   return out;
 }
 
+/** The commands of a ```sh block: continuation lines joined, blank and comment-only lines dropped. */
+export function commandsOf(block: string): string[] {
+  return block
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
+}
+
 /** The text's lines with every fenced block's lines (fences included) blanked, so that line numbers stay. */
 export function withoutFences(text: string): string[] {
   const lines = text.split('\n');

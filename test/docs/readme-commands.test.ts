@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listeningUrls } from '../support/process.js';
-import { ROOT, documentationFiles, fences, read } from './markdown.js';
+import { ROOT, commandsOf, documentationFiles, fences, read } from './markdown.js';
 
 const CLI = 'dist/cli/main.js';
 
@@ -45,15 +45,6 @@ export function words(line: string): string[] {
   if (quote) throw new Error(`unclosed ${quote} in: ${line}`);
   if (word !== undefined) out.push(word);
   return out;
-}
-
-/** The commands of a ```sh block: continuation lines joined, blank and comment-only lines dropped. */
-export function commandsOf(block: string): string[] {
-  return block
-    .replace(/\\\n/g, ' ')
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '' && !l.startsWith('#'));
 }
 
 interface Shown {

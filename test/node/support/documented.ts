@@ -6,27 +6,18 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { helmBinary } from '../../e2e/support/chart.js';
-import { fences } from '../../docs/markdown.js';
+import { commandsOf, fences } from '../../docs/markdown.js';
 import type { Cluster } from './cluster.js';
 import { log, run } from './host.js';
 import { helmOn } from './helm.js';
 
 const README = resolve(import.meta.dirname, '../../../README.md');
 
-/** The shell commands of a text: lines starting with `starts`, each joined with the lines its trailing `\` continues. */
-function commandsIn(text: string, starts: RegExp): string[] {
-  const joined = text.replace(/\\\n\s*/g, '');
-  return joined
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => starts.test(line));
-}
-
 /** The one command of the README's shell blocks that `matches`; throws when there is not exactly one. */
 export function readmeCommand(matches: RegExp): string {
   const all = fences(readFileSync(README, 'utf8'))
     .filter((f) => f.lang === 'sh')
-    .flatMap((f) => commandsIn(f.body, /^[A-Za-z_]/))
+    .flatMap((f) => commandsOf(f.body))
     .filter((c) => matches.test(c));
   if (all.length !== 1) throw new Error(`${all.length} README commands match ${matches}: ${all.join(' | ')}`);
   return all[0] ?? '';
@@ -34,7 +25,7 @@ export function readmeCommand(matches: RegExp): string {
 
 /** The kubectl and helm commands of the NOTES helm prints for the release, in order. */
 export async function notesCommands(cluster: Cluster, release: string, namespace: string): Promise<string[]> {
-  return commandsIn(await helmOn(cluster, ['get', 'notes', release, '--namespace', namespace]), /^(kubectl|helm|[A-Z_]+=)/);
+  return commandsOf(await helmOn(cluster, ['get', 'notes', release, '--namespace', namespace])).filter((line) => /^(kubectl|helm|[A-Z_]+=)/.test(line));
 }
 
 /**
