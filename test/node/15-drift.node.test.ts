@@ -10,15 +10,13 @@
  * It runs after 10-swap and leaves the cluster as it found it: Linkerd's webhook selecting as at the start, Linkerd's
  * values as installed (its release rolled back to the revision it found), this injector with its own values.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseDocument } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LINKERD_NAMESPACE_SELECTOR, NO_NAMESPACE_SELECTOR } from '../e2e/support/chart.js';
 import { eventually } from '../e2e/support/kube.js';
+import { withSecondRoot } from './support/pki.js';
 import { useNode } from './support/context.js';
-import { log, run } from './support/host.js';
+import { log } from './support/host.js';
 import { APP_IMAGE } from './support/images.js';
 import { INJECTOR_NS, INJECTOR_RELEASE, INJECTOR_SELECTOR } from './support/injector.js';
 import { LINKERD_INJECTOR_AWAY, LINKERD_NS, linkerdInjectorMetrics, linkerdWebhookSelector } from './support/linkerd.js';
@@ -325,18 +323,7 @@ describe.skipIf(node.skip !== undefined)('drift verdicts: the shadow verdict dur
 
   it('after a new trust-anchor bundle, check pods calls the pods started before it drifted (trust_anchors) and those restarted after it current', async () => {
     // A new root beside the old one: the issuer, signed by the old root, stays valid for every proxy meanwhile.
-    const dir = mkdtempSync(join(tmpdir(), 'node-suite-anchor-'));
-    let newRoot: string;
-    try {
-      await run('openssl', [
-        'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'root.key'), '-out', join(dir, 'root.crt'),
-        '-days', '365', '-sha256', '-subj', '/CN=root-2.linkerd.cluster.local', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
-      ]);
-      newRoot = readFileSync(join(dir, 'root.crt'), 'utf8');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-    const bundle = `${linkerd.trustAnchorPem.trim()}\n${newRoot.trim()}\n`;
+    const bundle = await withSecondRoot(linkerd.trustAnchorPem);
     const rolledBack = await eventually('other and fresh drifted by the rollback, web and solo current', async () => {
       const c = await checkPods(NS);
       const state = (w: string) => new Set(c.pods.filter((p) => p.workload === w).map((p) => p.state));

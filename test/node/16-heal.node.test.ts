@@ -13,16 +13,14 @@
  * injector's namespace gone. 10-swap's Deployment is restarted by the heals too (heal acts on the whole cluster), and
  * is current again at the end.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HealPlan, HealResult, HealStep } from '../../src/cluster/index.js';
 import { LINKERD_NAMESPACE_SELECTOR, NO_NAMESPACE_SELECTOR } from '../e2e/support/chart.js';
 import { eventually } from '../e2e/support/kube.js';
 import { sum, samples } from '../support/metrics.js';
+import { withSecondRoot } from './support/pki.js';
 import { useNode } from './support/context.js';
-import { log, run, sleep } from './support/host.js';
+import { log, sleep } from './support/host.js';
 import { INJECTOR_NS, INJECTOR_RELEASE, INJECTOR_SELECTOR } from './support/injector.js';
 import { LINKERD_INJECTOR_AWAY, LINKERD_NS, identityOf, linkerdWebhookSelector } from './support/linkerd.js';
 import { api, apply, appContainers, createNamespace, isReady, podsOf, promText, proxies, readyPods, serviceAccount, type Container, type Pod } from './support/workloads.js';
@@ -510,18 +508,7 @@ describe.skipIf(node.skip !== undefined)('heal: restarting drifted and unmeshed 
   }, 600_000);
 
   it('after a new trust-anchor bundle (old root + a new one), heal --apply does the same, and the pods with the bundle talk mTLS to one without it', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'node-suite-anchor-'));
-    let newRoot: string;
-    try {
-      await run('openssl', [
-        'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'root.key'), '-out', join(dir, 'root.crt'),
-        '-days', '365', '-sha256', '-subj', '/CN=root-2.linkerd.cluster.local', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
-      ]);
-      newRoot = readFileSync(join(dir, 'root.crt'), 'utf8');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-    const bundle = `${linkerd.trustAnchorPem.trim()}\n${newRoot.trim()}\n`;
+    const bundle = await withSecondRoot(linkerd.trustAnchorPem);
     const started = Date.now();
     linkerdChanged = true;
     await linkerd.upgrade({ identityTrustAnchorsPEM: bundle });

@@ -4,7 +4,8 @@
  * server's calls to the kubelet; the kubelet's serving certificate; the service-account key pair. And Linkerd's
  * identity trust anchor and issuer (ECDSA P-256, the issuer a CA of path length 0 under the anchor).
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { run } from './host.js';
 
@@ -93,4 +94,21 @@ export async function linkerdIdentity(dir: string, trustDomain: string): Promise
     'keyUsage=critical,keyCertSign,cRLSign',
   ], 365);
   return { trustAnchorPem: anchor.certPem, issuerCertPem: issuer.certPem, issuerKeyPem: issuer.keyPem };
+}
+
+/**
+ * The trust anchors with a second, new root after them: the issuer, signed by the first, stays valid for every proxy
+ * while pods move to the bundle.
+ */
+export async function withSecondRoot(trustAnchorPem: string): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'node-suite-anchor-'));
+  try {
+    await run('openssl', [
+      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'root.key'), '-out', join(dir, 'root.crt'),
+      '-days', '365', '-sha256', '-subj', '/CN=root-2.linkerd.cluster.local', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+    ]);
+    return `${trustAnchorPem.trim()}\n${readFileSync(join(dir, 'root.crt'), 'utf8').trim()}\n`;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
